@@ -1,0 +1,81 @@
+//! The crate's error type.
+
+use std::path::PathBuf;
+
+/// A convenient alias for results whose error is [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in `neardup`.
+///
+/// Messages are lowercase, name the offending value and, where there is one, the fix.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A configuration value is out of range; raised by a builder's `build()`.
+    #[error("invalid configuration: {field} = {value}: {reason}")]
+    InvalidConfig {
+        /// The parameter's name, as the builder spells it.
+        field: &'static str,
+        /// The rejected value, formatted.
+        value: String,
+        /// Why it was rejected and what would be accepted.
+        reason: String,
+    },
+    /// A feature bag with no features cannot be fingerprinted (its SimHash would be an
+    /// arbitrary all-zero value that collides with every other empty document).
+    #[error("empty feature bag{}: nothing to fingerprint", record_suffix(.record))]
+    EmptyFeatureBag {
+        /// The record the bag came from, when known.
+        record: Option<String>,
+    },
+    /// A feature carried a weight of zero or less.
+    #[error("feature {feature:?} has weight {weight}: weights must be positive integers")]
+    NonPositiveWeight {
+        /// The feature's text.
+        feature: String,
+        /// The rejected weight.
+        weight: i64,
+    },
+    /// Two fingerprints made with different profiles were compared.
+    #[error("fingerprints come from different profiles ({left} vs {right}): re-fingerprint one side with the other's profile")]
+    ProfileMismatch {
+        /// The left profile, described.
+        left: String,
+        /// The right profile, described.
+        right: String,
+    },
+    /// A string could not be parsed as a fingerprint.
+    #[error("invalid fingerprint {text:?}: {reason}")]
+    InvalidFingerprint {
+        /// The rejected text.
+        text: String,
+        /// What was wrong with it.
+        reason: &'static str,
+    },
+    /// A Hamming index refused an operation.
+    #[error(transparent)]
+    Index(#[from] crate::index::IndexError),
+    /// Reading or writing a file failed.
+    #[error("{}: {source}", .path.display())]
+    Io {
+        /// The file involved.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// A file had the wrong format.
+    #[error("{}: {reason}", .path.display())]
+    Format {
+        /// The file involved.
+        path: PathBuf,
+        /// What was wrong, with the line where known.
+        reason: String,
+    },
+}
+
+fn record_suffix(record: &Option<String>) -> String {
+    match record {
+        Some(r) => format!(" in record {r:?}"),
+        None => String::new(),
+    }
+}
