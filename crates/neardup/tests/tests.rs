@@ -1,1 +1,3 @@
+//! Integration tests: golden fingerprints and the pipeline as a user drives it.
 
+mod golden;

@@ -1,0 +1,604 @@
+//! SimHash fingerprints: [`SimHasher`] turns text into a [`Fingerprint`].
+//!
+//! Each shingle's 64-bit hash votes on every bit of the fingerprint with its weight; the sign
+//! of each bit's total gives the bit (Charikar's hyperplane rounding), so documents that share
+//! most shingles differ in few bits.
+
+mod profile;
+pub(crate) mod vote;
+
+use std::fmt;
+
+use blake2::digest::consts::U8;
+use blake2::{Blake2b, Digest};
+
+pub use profile::{FingerprintBits, HashAlgo, Profile, WeightingTag, FORMAT_VERSION};
+
+use crate::exact::{ContentHash, FIELD_SEPARATOR};
+use crate::features::Weighting;
+use crate::text::normalize::{normalize_non_ascii_into, normalize_python_into};
+use crate::text::shingle::{
+    ascii_token_hashes, fmix64, shingle_hashes, token_hash, unicode_token_hashes,
+};
+use crate::text::tokenize::{for_each_token, TokenRule};
+use crate::text::Boilerplate;
+use crate::{Error, Result};
+use vote::{count_ones, BitCounts, WeightedVote};
+
+/// Derives the upper 64 bits of a 128-bit feature from its 64-bit hash (a bijective
+/// avalanche of a different input, so the halves vote independently).
+const HIGH_HALF_KEY: u64 = 0x5851_f42d_4c95_7f2d;
+
+/// The Hamming distance between two 64-bit fingerprint values.
+///
+/// ```
+/// assert_eq!(neardup::hamming(0b1011, 0b0001), 2);
+/// ```
+#[inline]
+pub fn hamming(a: u64, b: u64) -> u32 {
+    (a ^ b).count_ones()
+}
+
+/// A SimHash fingerprint and the profile it was made with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Fingerprint {
+    value: u128,
+    profile: Profile,
+}
+
+impl Fingerprint {
+    /// Wraps a raw value made under `profile` (bits above the profile's width must be zero).
+    ///
+    /// # Errors
+    /// [`Error::InvalidFingerprint`] when `value` has bits set above the profile's width.
+    pub fn from_raw(value: u128, profile: Profile) -> Result<Fingerprint> {
+        if profile.bits == FingerprintBits::Bits64 && value >> 64 != 0 {
+            return Err(Error::InvalidFingerprint {
+                text: format!("{value:x}"),
+                reason: "more than 64 bits for a 64-bit profile",
+            });
+        }
+        Ok(Fingerprint { value, profile })
+    }
+
+    /// Parses 16 (64-bit profile) or 32 (128-bit profile) hex digits.
+    ///
+    /// # Errors
+    /// [`Error::InvalidFingerprint`] on the wrong length or a non-hex digit.
+    pub fn from_hex(text: &str, profile: Profile) -> Result<Fingerprint> {
+        let want = (profile.bits.count() / 4) as usize;
+        if text.len() != want {
+            return Err(Error::InvalidFingerprint {
+                text: text.to_owned(),
+                reason: if want == 16 {
+                    "expected 16 hex digits"
+                } else {
+                    "expected 32 hex digits"
+                },
+            });
+        }
+        let value = u128::from_str_radix(text, 16).map_err(|_| Error::InvalidFingerprint {
+            text: text.to_owned(),
+            reason: "not hexadecimal",
+        })?;
+        Ok(Fingerprint { value, profile })
+    }
+
+    /// The raw bits (the upper 64 are zero for a 64-bit profile).
+    pub fn value(&self) -> u128 {
+        self.value
+    }
+
+    /// The low 64 bits: the whole fingerprint under a 64-bit profile.
+    pub fn as_u64(&self) -> u64 {
+        self.value as u64
+    }
+
+    /// The profile it was made with.
+    pub fn profile(&self) -> Profile {
+        self.profile
+    }
+
+    /// The Hamming distance to `other`.
+    ///
+    /// # Errors
+    /// [`Error::ProfileMismatch`] when the two were made with different profiles: their
+    /// distance would be meaningless.
+    ///
+    /// ```
+    /// let hasher = neardup::SimHasher::builder().build()?;
+    /// let a = hasher.fingerprint("the quick brown fox jumps over the lazy dog")?;
+    /// assert_eq!(a.distance(&a)?, 0);
+    /// # Ok::<(), neardup::Error>(())
+    /// ```
+    pub fn distance(&self, other: &Fingerprint) -> Result<u32> {
+        if self.profile != other.profile {
+            return Err(Error::ProfileMismatch {
+                left: self.profile.to_string(),
+                right: other.profile.to_string(),
+            });
+        }
+        Ok((self.value ^ other.value).count_ones())
+    }
+
+    /// Lowercase hex: 16 digits for 64 bits, 32 for 128.
+    pub fn to_hex(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl fmt::Display for Fingerprint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.profile.bits {
+            FingerprintBits::Bits64 => write!(f, "{:016x}", self.value as u64),
+            FingerprintBits::Bits128 => write!(f, "{:032x}", self.value),
+        }
+    }
+}
+
+/// One field of a record and how much its shingles count (seed 002: a title can count three
+/// times as much as the body). Shingles never span two fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Field<'a> {
+    /// The text.
+    pub text: &'a str,
+    /// The weight of each of its shingles, at least 1.
+    pub weight: u32,
+}
+
+impl<'a> Field<'a> {
+    /// A field of weight 1.
+    pub fn new(text: &'a str) -> Self {
+        Field { text, weight: 1 }
+    }
+
+    /// A field of the given weight.
+    pub fn weighted(text: &'a str, weight: u32) -> Self {
+        Field { text, weight }
+    }
+}
+
+/// Reusable buffers for [`SimHasher::analyze`], so a loop over records does not allocate.
+#[derive(Debug, Default)]
+pub struct Scratch {
+    normalized: String,
+    joined: String,
+    tokens: Vec<u64>,
+    all_tokens: Vec<u64>,
+    field: Vec<u64>,
+    high: Vec<u64>,
+    all_shingles: Vec<u64>,
+    bytes: Vec<u8>,
+    strs: Vec<(usize, usize)>,
+    removed: usize,
+}
+
+/// What the pipeline needs of one record: fingerprint, shingle set, content hash, size.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Analysis {
+    /// The SimHash fingerprint.
+    pub fingerprint: Fingerprint,
+    /// Distinct shingle hashes after boilerplate removal, sorted: the set that Jaccard
+    /// verification compares.
+    pub shingles: Vec<u64>,
+    /// Hash of the normalised token stream (the exact tier).
+    pub content_hash: ContentHash,
+    /// Number of tokens over all fields.
+    pub token_count: usize,
+    /// Number of shingle occurrences removed as boilerplate.
+    pub boilerplate_removed: usize,
+}
+
+/// Makes fingerprints; see [`SimHasher::builder`].
+///
+/// ```
+/// use neardup::SimHasher;
+/// let hasher = SimHasher::builder().shingle_width(4).build()?;
+/// let original = "the quick brown fox jumps over the lazy dog ".repeat(20);
+/// let edited = original.replacen("lazy dog", "lazy cat", 1);
+/// let (a, b) = (hasher.fingerprint(&original)?, hasher.fingerprint(&edited)?);
+/// assert!(a.distance(&b)? <= 3);
+/// # Ok::<(), neardup::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct SimHasher {
+    hash: HashAlgo,
+    shingle_width: usize,
+    bits: FingerprintBits,
+    weighting: Weighting,
+    profile: Profile,
+}
+
+/// Configures a [`SimHasher`].
+#[derive(Debug, Clone)]
+pub struct SimHasherBuilder {
+    hash: HashAlgo,
+    shingle_width: usize,
+    bits: FingerprintBits,
+    weighting: Weighting,
+}
+
+impl Default for SimHasherBuilder {
+    fn default() -> Self {
+        SimHasherBuilder {
+            hash: HashAlgo::Xxh3,
+            shingle_width: 4,
+            bits: FingerprintBits::Bits64,
+            weighting: Weighting::Tf,
+        }
+    }
+}
+
+impl SimHasherBuilder {
+    /// The feature hash (default xxh3).
+    pub fn hash(mut self, hash: HashAlgo) -> Self {
+        self.hash = hash;
+        self
+    }
+
+    /// Tokens per shingle (default 4; 1 is a bag of words).
+    pub fn shingle_width(mut self, width: usize) -> Self {
+        self.shingle_width = width;
+        self
+    }
+
+    /// Fingerprint width (default 64 bits).
+    pub fn bits(mut self, bits: FingerprintBits) -> Self {
+        self.bits = bits;
+        self
+    }
+
+    /// Shingle weighting (default term frequency).
+    pub fn weighting(mut self, weighting: Weighting) -> Self {
+        self.weighting = weighting;
+        self
+    }
+
+    /// Validates the configuration.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] for a shingle width outside 1..=16, or 128 bits with the
+    /// `blake2b` profile (seed 000's hash has 64 bits).
+    pub fn build(self) -> Result<SimHasher> {
+        if !(1..=16).contains(&self.shingle_width) {
+            return Err(Error::InvalidConfig {
+                field: "shingle_width",
+                value: self.shingle_width.to_string(),
+                reason: "must be between 1 and 16 tokens".into(),
+            });
+        }
+        if self.hash == HashAlgo::Blake2b && self.bits == FingerprintBits::Bits128 {
+            return Err(Error::InvalidConfig {
+                field: "bits",
+                value: "128".into(),
+                reason: "the blake2b profile reproduces seed 000's 64-bit fingerprint; use the xxh3 hash for 128 bits".into(),
+            });
+        }
+        let weighting = match &self.weighting {
+            Weighting::Tf => WeightingTag::Tf,
+            Weighting::Presence => WeightingTag::Presence,
+            Weighting::Idf(t) => WeightingTag::Idf(t.digest()),
+        };
+        let profile = Profile {
+            hash: self.hash,
+            shingle_width: self.shingle_width as u8,
+            bits: self.bits,
+            weighting,
+            version: FORMAT_VERSION,
+        };
+        Ok(SimHasher {
+            hash: self.hash,
+            shingle_width: self.shingle_width,
+            bits: self.bits,
+            weighting: self.weighting,
+            profile,
+        })
+    }
+}
+
+impl SimHasher {
+    /// A builder with the defaults: xxh3, 4-token shingles, 64 bits, term frequency.
+    pub fn builder() -> SimHasherBuilder {
+        SimHasherBuilder::default()
+    }
+
+    /// The profile stamped on every fingerprint this hasher makes.
+    pub fn profile(&self) -> Profile {
+        self.profile
+    }
+
+    /// The weighting.
+    pub fn weighting(&self) -> &Weighting {
+        &self.weighting
+    }
+
+    /// The tokenisation rule of this profile.
+    pub fn token_rule(&self) -> TokenRule {
+        match self.hash {
+            HashAlgo::Xxh3 => TokenRule::Unicode,
+            HashAlgo::Blake2b => TokenRule::PythonWord,
+        }
+    }
+
+    /// Fingerprints one text.
+    ///
+    /// # Errors
+    /// [`Error::EmptyFeatureBag`] when the text has no tokens.
+    pub fn fingerprint(&self, text: &str) -> Result<Fingerprint> {
+        self.fingerprint_fields(&[Field::new(text)])
+    }
+
+    /// Fingerprints several weighted fields of one record.
+    ///
+    /// # Errors
+    /// [`Error::EmptyFeatureBag`] when no field has a token; [`Error::InvalidConfig`] for a
+    /// field weight of 0.
+    pub fn fingerprint_fields(&self, fields: &[Field<'_>]) -> Result<Fingerprint> {
+        let mut scratch = Scratch::default();
+        self.vote(fields, None, &mut scratch, false)
+    }
+
+    /// Fingerprints one text with reusable buffers: the allocation-free path for loops.
+    ///
+    /// # Errors
+    /// As [`fingerprint`](Self::fingerprint).
+    pub fn fingerprint_with(&self, text: &str, scratch: &mut Scratch) -> Result<Fingerprint> {
+        self.vote(&[Field::new(text)], None, scratch, false)
+    }
+
+    /// Analyses a record: fingerprint after removing `boilerplate`, the distinct shingle set,
+    /// the content hash and the token count.
+    ///
+    /// # Errors
+    /// [`Error::EmptyFeatureBag`] when nothing is left to fingerprint (no tokens, or only
+    /// boilerplate); [`Error::InvalidConfig`] for a field weight of 0.
+    pub fn analyze(
+        &self,
+        fields: &[Field<'_>],
+        boilerplate: Option<&Boilerplate>,
+        scratch: &mut Scratch,
+    ) -> Result<Analysis> {
+        let fingerprint = self.vote(fields, boilerplate, scratch, true)?;
+        let mut shingles = std::mem::take(&mut scratch.all_shingles);
+        shingles.sort_unstable();
+        shingles.dedup();
+        let content_hash = ContentHash::of_tokens(&scratch.all_tokens, &mut scratch.bytes);
+        let token_count = scratch
+            .all_tokens
+            .iter()
+            .filter(|&&t| t != FIELD_SEPARATOR)
+            .count();
+        Ok(Analysis {
+            fingerprint,
+            shingles,
+            content_hash,
+            token_count,
+            boilerplate_removed: scratch.removed,
+        })
+    }
+
+    /// The distinct shingle hashes of `text`, sorted (for IDF tables, boilerplate learning
+    /// and Jaccard).
+    pub fn shingle_set(&self, text: &str) -> Vec<u64> {
+        let mut scratch = Scratch::default();
+        self.field_shingles(text, &mut scratch);
+        let mut s = std::mem::take(&mut scratch.field);
+        s.sort_unstable();
+        s.dedup();
+        s
+    }
+
+    /// Fingerprints a bag of features with positive integer weights (seed 001); a feature is
+    /// hashed as a one-token shingle, so a bag equals the text that repeats each token
+    /// `weight` times under shingle width 1.
+    ///
+    /// # Errors
+    /// [`Error::EmptyFeatureBag`] for an empty bag, [`Error::NonPositiveWeight`] for a
+    /// weight of zero or less.
+    ///
+    /// ```
+    /// let hasher = neardup::SimHasher::builder().build()?;
+    /// let fp = hasher.fingerprint_bag([("dock", 3), ("scanner", 2), ("timeout", 1)])?;
+    /// assert!(hasher.fingerprint_bag([("dock", 0)]).is_err());
+    /// # Ok::<(), neardup::Error>(())
+    /// ```
+    pub fn fingerprint_bag<'a>(
+        &self,
+        features: impl IntoIterator<Item = (&'a str, i64)>,
+    ) -> Result<Fingerprint> {
+        let mut lo = WeightedVote::default();
+        let mut hi = WeightedVote::default();
+        let mut any = false;
+        for (feature, weight) in features {
+            if weight <= 0 {
+                return Err(Error::NonPositiveWeight {
+                    feature: feature.to_owned(),
+                    weight,
+                });
+            }
+            any = true;
+            let h = match self.hash {
+                HashAlgo::Xxh3 => shingle_hash_of_tokens(&[token_hash(feature.as_bytes())]),
+                HashAlgo::Blake2b => blake2b64(feature),
+            };
+            lo.add(h, weight);
+            if self.bits == FingerprintBits::Bits128 {
+                hi.add(fmix64(h ^ HIGH_HALF_KEY), weight);
+            }
+        }
+        if !any {
+            return Err(Error::EmptyFeatureBag { record: None });
+        }
+        Ok(self.make(lo.bits(), hi.bits()))
+    }
+
+    fn make(&self, lo: u64, hi: u64) -> Fingerprint {
+        let value = match self.bits {
+            FingerprintBits::Bits64 => u128::from(lo),
+            FingerprintBits::Bits128 => u128::from(hi) << 64 | u128::from(lo),
+        };
+        Fingerprint {
+            value,
+            profile: self.profile,
+        }
+    }
+
+    /// Fills `scratch.field` with the shingle hashes of one field (in order) and appends its
+    /// token hashes to `scratch.all_tokens`.
+    fn field_shingles(&self, text: &str, scratch: &mut Scratch) {
+        scratch.field.clear();
+        scratch.tokens.clear();
+        match self.hash {
+            HashAlgo::Xxh3 => {
+                if text.is_ascii() {
+                    ascii_token_hashes(text.as_bytes(), &mut scratch.tokens);
+                } else {
+                    normalize_non_ascii_into(text, &mut scratch.normalized);
+                    unicode_token_hashes(
+                        &scratch.normalized,
+                        TokenRule::Unicode,
+                        &mut scratch.tokens,
+                    );
+                }
+                shingle_hashes(&scratch.tokens, self.shingle_width, &mut scratch.field);
+            }
+            HashAlgo::Blake2b => {
+                normalize_python_into(text, &mut scratch.normalized);
+                scratch.strs.clear();
+                let base = scratch.normalized.as_ptr() as usize;
+                let (strs, tokens) = (&mut scratch.strs, &mut scratch.tokens);
+                for_each_token(&scratch.normalized, TokenRule::PythonWord, |t| {
+                    let start = t.as_ptr() as usize - base;
+                    strs.push((start, start + t.len()));
+                    tokens.push(token_hash(t.as_bytes()));
+                });
+                let n = scratch.strs.len();
+                let w = self.shingle_width;
+                let windows = if n == 0 {
+                    0
+                } else if n < w {
+                    1
+                } else {
+                    n - w + 1
+                };
+                for i in 0..windows {
+                    scratch.joined.clear();
+                    for (j, &(s, e)) in scratch.strs[i..(i + w).min(n)].iter().enumerate() {
+                        if j > 0 {
+                            scratch.joined.push(' ');
+                        }
+                        scratch.joined.push_str(&scratch.normalized[s..e]);
+                    }
+                    scratch.field.push(blake2b64(&scratch.joined));
+                }
+                scratch.strs.clear();
+            }
+        }
+        scratch.all_tokens.extend_from_slice(&scratch.tokens);
+    }
+
+    fn vote(
+        &self,
+        fields: &[Field<'_>],
+        boilerplate: Option<&Boilerplate>,
+        scratch: &mut Scratch,
+        keep_shingles: bool,
+    ) -> Result<Fingerprint> {
+        scratch.all_tokens.clear();
+        scratch.all_shingles.clear();
+        let wide = self.bits == FingerprintBits::Bits128;
+        // Unit weights everywhere: count set bits, the fast path.
+        let unit =
+            !matches!(self.weighting, Weighting::Idf(_)) && fields.iter().all(|f| f.weight == 1);
+        let (mut counts_lo, mut counts_hi) = (BitCounts::default(), BitCounts::default());
+        let (mut sums_lo, mut sums_hi) = (WeightedVote::default(), WeightedVote::default());
+        let mut total = 0usize;
+        let mut removed = 0usize;
+        for (i, field) in fields.iter().enumerate() {
+            if field.weight == 0 {
+                return Err(Error::InvalidConfig {
+                    field: "field weight",
+                    value: "0".into(),
+                    reason: format!("field {i} has weight 0; weights start at 1"),
+                });
+            }
+            if i > 0 {
+                scratch.all_tokens.push(FIELD_SEPARATOR);
+            }
+            self.field_shingles(field.text, scratch);
+            if let Some(b) = boilerplate {
+                let before = scratch.field.len();
+                b.retain_content(&mut scratch.field);
+                removed += before - scratch.field.len();
+            }
+            if matches!(self.weighting, Weighting::Presence) {
+                scratch.field.sort_unstable();
+                scratch.field.dedup();
+            }
+            total += scratch.field.len();
+            if wide {
+                scratch.high.clear();
+                scratch
+                    .high
+                    .extend(scratch.field.iter().map(|&h| fmix64(h ^ HIGH_HALF_KEY)));
+            }
+            let weight = i64::from(field.weight);
+            match &self.weighting {
+                Weighting::Idf(table) => {
+                    for &h in &scratch.field {
+                        let w = weight * table.weight(h);
+                        sums_lo.add(h, w);
+                        if wide {
+                            sums_hi.add(fmix64(h ^ HIGH_HALF_KEY), w);
+                        }
+                    }
+                }
+                _ if unit => {
+                    count_ones(&scratch.field, &mut counts_lo);
+                    if wide {
+                        count_ones(&scratch.high, &mut counts_hi);
+                    }
+                }
+                _ => {
+                    let mut c = BitCounts::default();
+                    count_ones(&scratch.field, &mut c);
+                    sums_lo.add_counts(&c, weight);
+                    if wide {
+                        let mut c = BitCounts::default();
+                        count_ones(&scratch.high, &mut c);
+                        sums_hi.add_counts(&c, weight);
+                    }
+                }
+            }
+            if keep_shingles {
+                scratch.all_shingles.extend_from_slice(&scratch.field);
+            }
+        }
+        scratch.removed = removed;
+        if total == 0 {
+            return Err(Error::EmptyFeatureBag { record: None });
+        }
+        let (lo, hi) = if unit {
+            (counts_lo.majority(), counts_hi.majority())
+        } else {
+            (sums_lo.bits(), sums_hi.bits())
+        };
+        Ok(self.make(lo, hi))
+    }
+}
+
+/// The hash of a shingle made of the given token hashes (exposed for the feature bag).
+fn shingle_hash_of_tokens(tokens: &[u64]) -> u64 {
+    let mut out = Vec::with_capacity(1);
+    shingle_hashes(tokens, tokens.len().max(1), &mut out);
+    out[0]
+}
+
+/// Seed 000's feature hash: blake2b with an 8-byte digest, read big-endian.
+fn blake2b64(text: &str) -> u64 {
+    let digest = Blake2b::<U8>::digest(text.as_bytes());
+    u64::from_be_bytes(digest.into())
+}
+
+#[cfg(test)]
+mod tests;

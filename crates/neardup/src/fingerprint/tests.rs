@@ -1,0 +1,389 @@
+//! Fingerprint tests: the seeds' checks, invariants as properties, profile safety.
+
+use super::*;
+use crate::features::IdfTable;
+use proptest::prelude::*;
+use std::sync::Arc;
+
+fn hasher() -> SimHasher {
+    SimHasher::builder()
+        .build()
+        .expect("default config is valid")
+}
+
+fn fp(text: &str) -> Fingerprint {
+    hasher().fingerprint(text).expect("text has tokens")
+}
+
+fn dist(a: &str, b: &str) -> u32 {
+    fp(a).distance(&fp(b)).expect("same profile")
+}
+
+/// Deterministic pseudo-random documents over a vocabulary of `vocab` words.
+fn random_doc(seed: u64, words: usize, vocab: u64) -> String {
+    let mut s = seed;
+    (0..words)
+        .map(|_| {
+            s = fmix64(s.wrapping_add(0x9e37_79b9_7f4a_7c15));
+            format!("w{}", s % vocab)
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+// Seed 000's tests.
+
+#[test]
+fn identical_text_has_distance_zero() {
+    let text = "the quick brown fox jumps over the lazy dog ".repeat(20);
+    assert_eq!(dist(&text, &text), 0);
+}
+
+#[test]
+fn small_edit_stays_close() {
+    let original = "the quick brown fox jumps over the lazy dog ".repeat(20);
+    let edited = original.replacen("lazy dog", "lazy cat", 1);
+    assert!(dist(&original, &edited) <= 3);
+}
+
+#[test]
+fn unrelated_text_is_far() {
+    let a = "quarterly earnings rose on strong demand ".repeat(20);
+    let b = "the football match ended in a draw after extra time ".repeat(20);
+    assert!(dist(&a, &b) > 12, "distance {}", dist(&a, &b));
+}
+
+#[test]
+fn boilerplate_exclusion_separates_pages() {
+    let nav = "home news sport weather contact us about us privacy policy terms of use sitemap ";
+    let footer = "copyright example media group all rights reserved follow us on social media subscribe to our newsletter ";
+    let a = format!(
+        "{}{}{}",
+        nav.repeat(3),
+        "unique article one content ".repeat(4),
+        footer.repeat(3)
+    );
+    let b = format!(
+        "{}{}{}",
+        nav.repeat(3),
+        "entirely different subject matter ".repeat(4),
+        footer.repeat(3)
+    );
+    let h = hasher();
+    // Without exclusion the shared template dominates.
+    let plain = h
+        .fingerprint(&a)
+        .unwrap()
+        .distance(&h.fingerprint(&b).unwrap())
+        .unwrap();
+    // Learn the furniture as the shingles both pages share (the pipeline learns it per host).
+    let sa = h.shingle_set(&a);
+    let sb = h.shingle_set(&b);
+    let shared = sa.iter().filter(|x| sb.binary_search(x).is_ok()).copied();
+    let furniture = Boilerplate::from_hashes(shared);
+    let mut scratch = Scratch::default();
+    let fa = h
+        .analyze(&[Field::new(&a)], Some(&furniture), &mut scratch)
+        .unwrap();
+    let fb = h
+        .analyze(&[Field::new(&b)], Some(&furniture), &mut scratch)
+        .unwrap();
+    let cleaned = fa.fingerprint.distance(&fb.fingerprint).unwrap();
+    assert!(
+        plain < 12,
+        "template should dominate without exclusion: {plain}"
+    );
+    assert!(
+        cleaned > 12,
+        "boilerplate exclusion should separate the pages: {cleaned}"
+    );
+    assert!(fa.boilerplate_removed > 0);
+}
+
+// Seed 004's asserts.
+
+#[test]
+fn case_and_punctuation_do_not_matter() {
+    assert_eq!(fp("The quick brown fox"), fp("the  QUICK, brown fox!"));
+}
+
+#[test]
+fn light_edit_close_unrelated_far_on_400_word_documents() {
+    let a = random_doc(1, 400, 5000);
+    let c = random_doc(2, 400, 5000);
+    let b = a.replacen('w', "x", 1); // first token changed
+    assert!(dist(&a, &b) <= 8, "light edit moved {} bits", dist(&a, &b));
+    assert!(
+        dist(&a, &c) >= 20,
+        "unrelated only {} bits apart",
+        dist(&a, &c)
+    );
+}
+
+#[test]
+fn every_output_bit_is_balanced_over_random_documents() {
+    let n = 2000;
+    let mut ones = [0u32; 64];
+    for i in 0..n {
+        let f = fp(&random_doc(1000 + i, 60, 5000)).as_u64();
+        for (b, o) in ones.iter_mut().enumerate() {
+            *o += ((f >> b) & 1) as u32;
+        }
+    }
+    for (b, &o) in ones.iter().enumerate() {
+        let p = f64::from(o) / n as f64;
+        assert!((p - 0.5).abs() < 0.05, "bit {b} set with probability {p}");
+    }
+}
+
+#[test]
+fn empty_text_is_an_error() {
+    for t in ["", "   ", "!!! ---"] {
+        let err = hasher().fingerprint(t).expect_err("no tokens");
+        assert!(matches!(err, Error::EmptyFeatureBag { .. }), "{err}");
+    }
+}
+
+#[test]
+fn short_text_still_fingerprints() {
+    assert_eq!(fp("hello world"), fp("Hello, World!"));
+    assert_ne!(fp("hello world"), fp("world hello"));
+}
+
+// Seed 001: feature bags.
+
+#[test]
+fn feature_bag_matches_repeated_tokens_under_width_one() {
+    let h = SimHasher::builder().shingle_width(1).build().unwrap();
+    let bag = h
+        .fingerprint_bag([("dock", 3), ("scanner", 2), ("timeout", 1)])
+        .unwrap();
+    let text = h
+        .fingerprint("dock dock dock scanner scanner timeout")
+        .unwrap();
+    assert_eq!(bag, text);
+    // Order of features does not matter.
+    let reordered = h
+        .fingerprint_bag([("timeout", 1), ("dock", 3), ("scanner", 2)])
+        .unwrap();
+    assert_eq!(bag, reordered);
+}
+
+#[test]
+fn feature_bag_rejects_empty_and_non_positive() {
+    let h = hasher();
+    let empty: [(&str, i64); 0] = [];
+    assert!(matches!(
+        h.fingerprint_bag(empty),
+        Err(Error::EmptyFeatureBag { .. })
+    ));
+    let err = h
+        .fingerprint_bag([("road", 2), ("weather", -1)])
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "feature \"weather\" has weight -1: weights must be positive integers"
+    );
+}
+
+// Profiles.
+
+#[test]
+fn different_profiles_cannot_be_compared() {
+    let a = hasher().fingerprint("some text here to hash").unwrap();
+    let h3 = SimHasher::builder().shingle_width(3).build().unwrap();
+    let b = h3.fingerprint("some text here to hash").unwrap();
+    let err = a.distance(&b).unwrap_err();
+    assert!(matches!(err, Error::ProfileMismatch { .. }));
+    assert!(
+        err.to_string().contains("neardup/1/xxh3/w4/b64/tf"),
+        "{err}"
+    );
+}
+
+#[test]
+fn builder_rejects_bad_configuration() {
+    assert!(SimHasher::builder().shingle_width(0).build().is_err());
+    assert!(SimHasher::builder().shingle_width(17).build().is_err());
+    let err = SimHasher::builder()
+        .hash(HashAlgo::Blake2b)
+        .bits(FingerprintBits::Bits128)
+        .build()
+        .unwrap_err();
+    assert!(err.to_string().contains("blake2b"), "{err}");
+}
+
+#[test]
+fn hex_round_trip_for_both_widths() {
+    for bits in [FingerprintBits::Bits64, FingerprintBits::Bits128] {
+        let h = SimHasher::builder().bits(bits).build().unwrap();
+        let f = h
+            .fingerprint("round trip of a fingerprint through hex")
+            .unwrap();
+        let hex = f.to_hex();
+        assert_eq!(hex.len(), bits.count() as usize / 4);
+        assert_eq!(Fingerprint::from_hex(&hex, h.profile()).unwrap(), f);
+    }
+    let p = hasher().profile();
+    assert!(Fingerprint::from_hex("xyz", p).is_err());
+    assert!(Fingerprint::from_hex("zzzzzzzzzzzzzzzz", p).is_err());
+}
+
+#[test]
+fn wide_fingerprint_low_half_equals_narrow_fingerprint() {
+    let text = random_doc(7, 300, 2000);
+    let narrow = fp(&text);
+    let wide = SimHasher::builder()
+        .bits(FingerprintBits::Bits128)
+        .build()
+        .unwrap();
+    let w = wide.fingerprint(&text).unwrap();
+    assert_eq!(w.as_u64(), narrow.as_u64());
+    assert_ne!(w.value() >> 64, 0);
+}
+
+// Weights.
+
+#[test]
+fn title_weight_pulls_the_fingerprint_toward_the_title() {
+    let h = hasher();
+    let title = random_doc(11, 40, 3000);
+    let body = random_doc(12, 200, 3000);
+    let t = h.fingerprint(&title).unwrap();
+    let plain = h
+        .fingerprint_fields(&[Field::new(&title), Field::new(&body)])
+        .unwrap();
+    let heavy = h
+        .fingerprint_fields(&[Field::weighted(&title, 20), Field::new(&body)])
+        .unwrap();
+    assert!(heavy.distance(&t).unwrap() < plain.distance(&t).unwrap());
+    assert!(h.fingerprint_fields(&[Field::weighted(&title, 0)]).is_err());
+}
+
+#[test]
+fn presence_ignores_repetition() {
+    let h = SimHasher::builder()
+        .weighting(Weighting::Presence)
+        .build()
+        .unwrap();
+    // A period-4 text: repeating it adds occurrences but no new distinct shingle.
+    let three = "a b c d ".repeat(3);
+    let five = "a b c d ".repeat(5);
+    assert_eq!(h.shingle_set(&three), h.shingle_set(&five));
+    assert_eq!(
+        h.fingerprint(&three).unwrap(),
+        h.fingerprint(&five).unwrap()
+    );
+    // Presence and tf are different profiles.
+    assert_ne!(h.profile(), hasher().profile());
+}
+
+#[test]
+fn idf_weighting_discounts_common_shingles() {
+    let plain = hasher();
+    let common = "please read the terms and conditions before you continue";
+    let mut builder = IdfTable::builder();
+    for i in 0..50 {
+        builder.add_document(plain.shingle_set(&format!("{common} {}", random_doc(i, 30, 9000))));
+    }
+    let table = Arc::new(builder.build());
+    let h = SimHasher::builder()
+        .weighting(Weighting::Idf(table.clone()))
+        .build()
+        .unwrap();
+    assert!(matches!(h.profile().weighting(), WeightingTag::Idf(d) if d == table.digest()));
+    let a = format!("{common} {}", random_doc(900, 30, 9000));
+    let b = format!("{common} {}", random_doc(901, 30, 9000));
+    let d_idf = h
+        .fingerprint(&a)
+        .unwrap()
+        .distance(&h.fingerprint(&b).unwrap())
+        .unwrap();
+    let d_tf = dist(&a, &b);
+    assert!(
+        d_idf > d_tf,
+        "idf {d_idf} should separate more than tf {d_tf}"
+    );
+}
+
+// The exact tier.
+
+#[test]
+fn content_hash_ignores_formatting_but_not_words() {
+    let h = hasher();
+    let mut s = Scratch::default();
+    let mut hash = |t: &str| {
+        h.analyze(&[Field::new(t)], None, &mut s)
+            .unwrap()
+            .content_hash
+    };
+    assert_eq!(hash("Hello,   World!"), hash("hello world"));
+    assert_eq!(hash("Ｈｅｌｌｏ world"), hash("hello world"));
+    assert_ne!(hash("hello world"), hash("hello worlds"));
+    let two = h
+        .analyze(
+            &[Field::new("ab"), Field::new("c")],
+            None,
+            &mut Scratch::default(),
+        )
+        .unwrap();
+    let other = h
+        .analyze(&[Field::new("ab c")], None, &mut Scratch::default())
+        .unwrap();
+    assert_ne!(two.content_hash, other.content_hash);
+}
+
+#[test]
+fn analysis_reports_sorted_distinct_shingles_and_tokens() {
+    let h = hasher();
+    let a = h
+        .analyze(
+            &[Field::new("a b c d e a b c d e")],
+            None,
+            &mut Scratch::default(),
+        )
+        .unwrap();
+    assert_eq!(a.token_count, 10);
+    assert!(a.shingles.windows(2).all(|w| w[0] < w[1]));
+    assert_eq!(a.shingles.len(), 5); // abcd bcde cdea deab eabc, then repeats
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn prop_fingerprint_is_deterministic_and_distance_symmetric(a in "[a-z ]{1,200}", b in "[a-z ]{1,200}") {
+        let h = hasher();
+        if let (Ok(fa), Ok(fb)) = (h.fingerprint(&a), h.fingerprint(&b)) {
+            prop_assert_eq!(fa, h.fingerprint(&a).unwrap());
+            prop_assert_eq!(fa.distance(&fa).unwrap(), 0);
+            prop_assert_eq!(fa.distance(&fb).unwrap(), fb.distance(&fa).unwrap());
+        }
+    }
+
+    #[test]
+    fn prop_triangle_inequality(a in any::<u64>(), b in any::<u64>(), c in any::<u64>()) {
+        prop_assert!(hamming(a, c) <= hamming(a, b) + hamming(b, c));
+    }
+
+    #[test]
+    fn prop_bag_ignores_order_and_scaling(
+        features in proptest::collection::btree_map("[a-z]{1,8}", 1i64..50, 1..20),
+        scale in 1i64..10,
+    ) {
+        let h = hasher();
+        let forward = h.fingerprint_bag(features.iter().map(|(k, &v)| (k.as_str(), v))).unwrap();
+        let backward = h.fingerprint_bag(features.iter().rev().map(|(k, &v)| (k.as_str(), v))).unwrap();
+        let scaled = h.fingerprint_bag(features.iter().map(|(k, &v)| (k.as_str(), v * scale))).unwrap();
+        prop_assert_eq!(forward, backward);
+        prop_assert_eq!(forward, scaled);
+    }
+
+    #[test]
+    fn prop_ascii_and_unicode_paths_agree(words in proptest::collection::vec("[A-Za-z0-9_]{1,12}", 1..40)) {
+        // Appending a non-ASCII separator forces the Unicode path without adding a token.
+        let ascii = words.join(" ");
+        let unicode = format!("{ascii}\u{00a0}");
+        prop_assert_eq!(fp(&ascii), fp(&unicode));
+    }
+}

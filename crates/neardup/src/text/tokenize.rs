@@ -1,0 +1,175 @@
+//! Word tokenisation of normalised text, for every script.
+//!
+//! Two rules exist. [`TokenRule::Unicode`] (the default) keeps letters, digits, `_` and the
+//! combining marks inside words together, so Hindi "नमस्ते" is one token, and makes each Han
+//! ideograph and kana its own token, since those scripts do not separate words by spaces.
+//! [`TokenRule::PythonWord`] reproduces Python's `re.findall(r"\w+")` exactly (a character
+//! is a word character when `str.isalnum()` is true or it is `_`), which splits words at
+//! combining marks; the `blake2b` compatibility profile needs it.
+
+use unicode_general_category::{get_general_category, GeneralCategory as Gc};
+
+/// Which characters make up a word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenRule {
+    /// Letters, digits, `_` and in-word combining marks; Han and kana one token per character.
+    Unicode,
+    /// Python's `\w+`: letters (L*), numbers (N*) and `_`; marks end a word.
+    PythonWord,
+}
+
+/// ASCII word bytes: `[0-9A-Za-z_]`, shared by both rules.
+pub(crate) static ASCII_WORD: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        t[b] = c.is_ascii_alphanumeric() || c == b'_';
+        b += 1;
+    }
+    t
+};
+
+/// How a character takes part in a token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Class {
+    /// Not part of any token.
+    Break,
+    /// Part of a word.
+    Word,
+    /// Part of a word only after a word character (combining marks).
+    Joiner,
+    /// A token by itself (ideographs, kana).
+    Single,
+}
+
+fn is_ideographic(c: char) -> bool {
+    matches!(c as u32,
+        0x3040..=0x30FF   // Hiragana, Katakana
+        | 0x31F0..=0x31FF // Katakana phonetic extensions
+        | 0x3400..=0x4DBF // CJK extension A
+        | 0x4E00..=0x9FFF // CJK unified ideographs
+        | 0xF900..=0xFAFF // CJK compatibility ideographs
+        | 0x20000..=0x3134F) // CJK extensions B..G
+}
+
+#[inline]
+fn classify(c: char, rule: TokenRule) -> Class {
+    if c.is_ascii() {
+        return if ASCII_WORD[c as usize] {
+            Class::Word
+        } else {
+            Class::Break
+        };
+    }
+    match rule {
+        TokenRule::Unicode => {
+            if is_ideographic(c) {
+                Class::Single
+            } else if c.is_alphanumeric() {
+                Class::Word
+            } else {
+                match get_general_category(c) {
+                    Gc::NonspacingMark | Gc::SpacingMark | Gc::EnclosingMark => Class::Joiner,
+                    Gc::ConnectorPunctuation => Class::Word,
+                    _ => Class::Break,
+                }
+            }
+        }
+        TokenRule::PythonWord => match get_general_category(c) {
+            Gc::UppercaseLetter
+            | Gc::LowercaseLetter
+            | Gc::TitlecaseLetter
+            | Gc::ModifierLetter
+            | Gc::OtherLetter
+            | Gc::DecimalNumber
+            | Gc::LetterNumber
+            | Gc::OtherNumber => Class::Word,
+            _ => Class::Break,
+        },
+    }
+}
+
+/// Calls `f` with each token of `normalized` (text already passed through
+/// [`normalize`](super::normalize)), in order.
+pub(crate) fn for_each_token<'a>(normalized: &'a str, rule: TokenRule, mut f: impl FnMut(&'a str)) {
+    let mut start: Option<usize> = None;
+    for (i, c) in normalized.char_indices() {
+        match classify(c, rule) {
+            Class::Word => {
+                start.get_or_insert(i);
+            }
+            Class::Joiner => {
+                // A mark continues a word; a mark with no word before it is dropped.
+            }
+            Class::Break => {
+                if let Some(s) = start.take() {
+                    f(&normalized[s..i]);
+                }
+            }
+            Class::Single => {
+                if let Some(s) = start.take() {
+                    f(&normalized[s..i]);
+                }
+                f(&normalized[i..i + c.len_utf8()]);
+            }
+        }
+    }
+    if let Some(s) = start {
+        f(&normalized[s..]);
+    }
+}
+
+/// The tokens of `text`, normalised first: a convenience for tools and tests; the
+/// fingerprint path hashes tokens without collecting them.
+///
+/// ```
+/// use neardup::text::{tokens, TokenRule};
+/// assert_eq!(tokens("The QUICK, brown fox!", TokenRule::Unicode), ["the", "quick", "brown", "fox"]);
+/// assert_eq!(tokens("नमस्ते दुनिया", TokenRule::Unicode), ["नमस्ते", "दुनिया"]);
+/// assert_eq!(tokens("नमस्ते", TokenRule::PythonWord), ["नमस", "त"]);
+/// assert_eq!(tokens("去重算法", TokenRule::Unicode), ["去", "重", "算", "法"]);
+/// ```
+pub fn tokens(text: &str, rule: TokenRule) -> Vec<String> {
+    let normalized = match rule {
+        TokenRule::Unicode => super::normalize(text).into_owned(),
+        TokenRule::PythonWord => {
+            let mut s = String::new();
+            super::normalize::normalize_python_into(text, &mut s);
+            s
+        }
+    };
+    let mut out = Vec::new();
+    for_each_token(&normalized, rule, |t| out.push(t.to_owned()));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    macro_rules! token_cases {
+        ($($name:ident: $rule:expr, $input:expr => [$($tok:expr),*];)*) => {$(
+            #[test]
+            fn $name() {
+                let want: Vec<&str> = vec![$($tok),*];
+                assert_eq!(tokens($input, $rule), want);
+            }
+        )*};
+    }
+
+    token_cases! {
+        ascii_punctuation_splits: TokenRule::Unicode, "a,b;c  d" => ["a", "b", "c", "d"];
+        underscore_and_digits_join: TokenRule::Unicode, "snake_case 3x4" => ["snake_case", "3x4"];
+        empty_text: TokenRule::Unicode, "" => [];
+        only_punctuation: TokenRule::Unicode, " -- !! " => [];
+        cyrillic_words: TokenRule::Unicode, "Привет, Мир" => ["привет", "мир"];
+        hindi_keeps_marks: TokenRule::Unicode, "नमस्ते" => ["नमस्ते"];
+        python_splits_at_virama: TokenRule::PythonWord, "नमस्ते" => ["नमस", "त"];
+        kana_and_han_are_single: TokenRule::Unicode, "東京タワー" => ["東", "京", "タ", "ワ", "ー"];
+        python_keeps_han_runs: TokenRule::PythonWord, "東京 tower" => ["東京", "tower"];
+        leading_mark_dropped: TokenRule::Unicode, "\u{301}abc" => ["abc"];
+        accented_latin_nfkc: TokenRule::Unicode, "Cafe\u{301} CAFÉ" => ["café", "café"];
+    }
+}
