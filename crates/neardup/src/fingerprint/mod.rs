@@ -16,10 +16,8 @@ pub use profile::{FingerprintBits, HashAlgo, Profile, WeightingTag, FORMAT_VERSI
 
 use crate::exact::{ContentHash, FIELD_SEPARATOR};
 use crate::features::Weighting;
-use crate::text::normalize::{normalize_non_ascii_into, normalize_python_into};
-use crate::text::shingle::{
-    ascii_token_hashes, fmix64, shingle_hashes, token_hash, unicode_token_hashes,
-};
+use crate::text::normalize::normalize_python_into;
+use crate::text::shingle::{fmix64, shingle_hashes, text_token_hashes, token_hash};
 use crate::text::tokenize::{for_each_token, TokenRule};
 use crate::text::Boilerplate;
 use crate::{Error, Result};
@@ -450,16 +448,7 @@ impl SimHasher {
         scratch.tokens.clear();
         match self.hash {
             HashAlgo::Xxh3 => {
-                if text.is_ascii() {
-                    ascii_token_hashes(text.as_bytes(), &mut scratch.tokens);
-                } else {
-                    normalize_non_ascii_into(text, &mut scratch.normalized);
-                    unicode_token_hashes(
-                        &scratch.normalized,
-                        TokenRule::Unicode,
-                        &mut scratch.tokens,
-                    );
-                }
+                text_token_hashes(text, &mut scratch.normalized, &mut scratch.tokens);
                 shingle_hashes(&scratch.tokens, self.shingle_width, &mut scratch.field);
             }
             HashAlgo::Blake2b => {

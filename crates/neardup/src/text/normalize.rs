@@ -7,7 +7,42 @@
 
 use std::borrow::Cow;
 
+use std::sync::OnceLock;
+
+use unicode_normalization::char::canonical_combining_class;
 use unicode_normalization::{is_nfkc_quick, IsNormalized, UnicodeNormalization};
+
+/// One bit per Basic Multilingual Plane character: set when the character is NFKC-stable on
+/// its own and a starter (combining class 0), so a run of such characters is NFKC. Built once
+/// from the normalisation crate's own data; it turns the common case of the quick check into
+/// a bit test.
+fn stable_starters() -> &'static [u64; 1024] {
+    static TABLE: OnceLock<Box<[u64; 1024]>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut t = Box::new([0u64; 1024]);
+        for cp in 0..0x1_0000u32 {
+            if let Some(c) = char::from_u32(cp) {
+                if canonical_combining_class(c) == 0
+                    && is_nfkc_quick(std::iter::once(c)) == IsNormalized::Yes
+                {
+                    t[(cp / 64) as usize] |= 1 << (cp % 64);
+                }
+            }
+        }
+        t
+    })
+}
+
+/// Whether `text` is NFKC: a bit test per character in the common case, the full quick
+/// check (and then, if undecided, full normalisation) otherwise.
+fn is_nfkc(text: &str) -> bool {
+    let table = stable_starters();
+    let all_stable = text.chars().all(|c| {
+        let cp = c as u32;
+        cp < 0x1_0000 && table[(cp / 64) as usize] & (1 << (cp % 64)) != 0
+    });
+    all_stable || is_nfkc_quick(text.chars()) == IsNormalized::Yes
+}
 
 /// Returns `text` in NFKC, lowercased.
 ///
@@ -36,17 +71,29 @@ pub fn normalize(text: &str) -> Cow<'_, str> {
 /// contents.
 pub(crate) fn normalize_non_ascii_into(text: &str, out: &mut String) {
     out.clear();
-    let nfkc: Cow<'_, str> = match is_nfkc_quick(text.chars()) {
-        IsNormalized::Yes => Cow::Borrowed(text),
-        _ => Cow::Owned(text.nfkc().collect()),
+    let nfkc: Cow<'_, str> = if is_nfkc(text) {
+        Cow::Borrowed(text)
+    } else {
+        Cow::Owned(text.nfkc().collect())
     };
     // `str::to_lowercase` applies the context-sensitive final-sigma rule, as Python does;
-    // lowercasing can leave the text non-NFKC (e.g. U+0130), so normalise once more then,
-    // which keeps `normalize` idempotent.
-    let lower = nfkc.to_lowercase();
-    match is_nfkc_quick(lower.chars()) {
-        IsNormalized::Yes => out.push_str(&lower),
-        _ => out.extend(lower.nfkc()),
+    // without a capital sigma, lowercasing char by char is the same and allocates nothing.
+    if nfkc.contains('Σ') {
+        out.push_str(&nfkc.to_lowercase());
+    } else {
+        for c in nfkc.chars() {
+            if c.is_ascii() {
+                out.push(c.to_ascii_lowercase());
+            } else {
+                out.extend(c.to_lowercase());
+            }
+        }
+    }
+    // Lowercasing can leave the text non-NFKC (rarely); normalise once more then, which
+    // keeps `normalize` idempotent.
+    if !is_nfkc(out) {
+        let again: String = out.nfkc().collect();
+        *out = again;
     }
 }
 
@@ -80,6 +127,22 @@ mod tests {
         assert_eq!(normalize("Ⅻ"), "xii");
         assert_eq!(normalize("x²"), "x2");
         assert_eq!(normalize("ＡＢＣ"), "abc");
+    }
+
+    #[test]
+    fn stable_starter_table_agrees_with_the_quick_check() {
+        for text in [
+            "Привет мир",
+            "東京タワー",
+            "ﬁle",
+            "e\u{301}",
+            "한국어",
+            "ＡＢＣ",
+        ] {
+            let quick = is_nfkc_quick(text.chars()) == IsNormalized::Yes;
+            let nfkc: String = text.nfkc().collect();
+            assert_eq!(is_nfkc(text), quick || nfkc == text, "{text:?}");
+        }
     }
 
     #[test]

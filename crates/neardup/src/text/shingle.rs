@@ -14,10 +14,45 @@ const TOKEN_SEED: u64 = 0x6e65_6172_6475_7031;
 const K_LEN: u64 = 0x9e37_79b9_7f4a_7c15;
 const K_MIX: u64 = 0xc2b2_ae3d_27d4_eb4f;
 
+const K_SEED_A: u64 = 0xa076_1d64_78bd_642f;
+const K_SEED_B: u64 = 0xe703_7ed1_a0b4_28db;
+
+/// A 64x64 -> 128-bit multiply folded to 64 bits (the mixing step of wyhash and xxh3).
+#[inline(always)]
+fn folded_multiply(a: u64, b: u64) -> u64 {
+    let m = u128::from(a) * u128::from(b);
+    (m as u64) ^ ((m >> 64) as u64)
+}
+
 /// The hash of one normalised token.
+///
+/// Tokens of up to 16 bytes (almost every word) take two folded multiplies over the
+/// zero-padded bytes, the same construction xxh3 uses for short inputs but without its
+/// length dispatch; longer tokens use xxh3 itself. The shingle combiner finishes the mixing.
 #[inline]
 pub(crate) fn token_hash(token: &[u8]) -> u64 {
-    xxh3_64_with_seed(token, TOKEN_SEED)
+    if token.len() <= 16 {
+        let mut buf = [0u8; 16];
+        buf[..token.len()].copy_from_slice(token);
+        short_token_hash(&buf, token.len())
+    } else {
+        xxh3_64_with_seed(token, TOKEN_SEED)
+    }
+}
+
+/// [`token_hash`] of a token already copied, zero-padded, into `buf`.
+#[inline(always)]
+fn short_token_hash(buf: &[u8; 16], len: usize) -> u64 {
+    let lo = u64::from_le_bytes(buf[..8].try_into().expect("8 bytes"));
+    let hi = u64::from_le_bytes(buf[8..].try_into().expect("8 bytes"));
+    short_hash_words(lo, hi, len)
+}
+
+/// [`token_hash`] of a token of `len <= 16` bytes given as two little-endian words.
+#[inline(always)]
+fn short_hash_words(lo: u64, hi: u64, len: usize) -> u64 {
+    let h = folded_multiply(lo ^ K_SEED_A, hi ^ K_SEED_B ^ TOKEN_SEED);
+    folded_multiply(h ^ len as u64, K_MIX ^ TOKEN_SEED)
 }
 
 /// MurmurHash3's 64-bit finaliser: every input bit flips each output bit with probability ~1/2.
@@ -33,32 +68,187 @@ pub(crate) fn fmix64(mut h: u64) -> u64 {
 /// Appends the hash of every token of ASCII `text` to `out`, lowercasing on the fly.
 ///
 /// This is the fast path: for ASCII, NFKC is the identity and lowercasing is a bit flip, so
-/// the result equals hashing the tokens of `normalize(text)`.
+/// the result equals hashing the tokens of `normalize(text)`. Word bytes are classified 16 at
+/// a time into a bitmap, tokens are found by bit scans over it, and a token of up to 16
+/// bytes is loaded as two words, lowercased in-register and hashed without a copy.
 pub(crate) fn ascii_token_hashes(text: &[u8], out: &mut Vec<u64>) {
-    let mut buf = [0u8; 32];
     let n = text.len();
-    let mut i = 0;
-    while i < n {
-        if !ASCII_WORD[text[i] as usize] {
-            i += 1;
-            continue;
+    if n == 0 {
+        return;
+    }
+    // One bit per byte; a small document needs a few words on the stack.
+    let mut stack = [0u64; 64];
+    let mut heap = Vec::new();
+    let words = n.div_ceil(64);
+    let mask: &mut [u64] = if words <= stack.len() {
+        &mut stack[..words]
+    } else {
+        heap.resize(words, 0);
+        &mut heap
+    };
+    word_bitmap(text, mask);
+    let mut pos = 0;
+    while let Some(start) = next_bit(mask, pos, n, false) {
+        let end = next_bit(mask, start, n, true).unwrap_or(n);
+        out.push(ascii_token_hash_at(text, start, end));
+        pos = end;
+    }
+}
+
+/// The first position at or after `from` (below `n`) whose bit is set (`zero == false`) or
+/// clear (`zero == true`).
+#[inline(always)]
+fn next_bit(mask: &[u64], from: usize, n: usize, zero: bool) -> Option<usize> {
+    if from >= n {
+        return None;
+    }
+    let flip = if zero { u64::MAX } else { 0 };
+    let mut k = from / 64;
+    let mut w = (mask[k] ^ flip) >> (from % 64) << (from % 64);
+    loop {
+        if w != 0 {
+            let p = k * 64 + w.trailing_zeros() as usize;
+            return (p < n).then_some(p);
         }
-        let start = i;
-        i += 1;
-        while i < n && ASCII_WORD[text[i] as usize] {
-            i += 1;
+        k += 1;
+        if k == mask.len() {
+            return None;
         }
-        let token = &text[start..i];
-        let h = if token.len() <= buf.len() {
-            let lower = &mut buf[..token.len()];
-            for (d, &s) in lower.iter_mut().zip(token) {
-                *d = s | ((s.wrapping_sub(b'A') < 26) as u8) << 5;
-            }
-            token_hash(lower)
+        w = mask[k] ^ flip;
+    }
+}
+
+/// Lowercases the ASCII letters of eight ASCII bytes at once.
+#[inline(always)]
+fn swar_lowercase(w: u64) -> u64 {
+    const LANES: u64 = 0x0101_0101_0101_0101;
+    let at_least_a = w.wrapping_add(LANES * (0x80 - u64::from(b'A')));
+    let past_z = w.wrapping_add(LANES * (0x80 - u64::from(b'Z') - 1));
+    let upper = at_least_a & !past_z & (LANES * 0x80);
+    w | (upper >> 2)
+}
+
+/// The hash of the lowercased ASCII token `text[start..end]`.
+#[inline(always)]
+fn ascii_token_hash_at(text: &[u8], start: usize, end: usize) -> u64 {
+    let len = end - start;
+    if len > 16 {
+        return token_hash(&text[start..end].to_ascii_lowercase());
+    }
+    let mut buf = [0u8; 16];
+    if start + 16 <= text.len() {
+        buf.copy_from_slice(&text[start..start + 16]);
+    } else {
+        buf[..text.len() - start].copy_from_slice(&text[start..]);
+    }
+    let keep = |bytes: usize| -> u64 {
+        if bytes >= 8 {
+            u64::MAX
         } else {
-            token_hash(&token.to_ascii_lowercase())
+            (1u64 << (8 * bytes)) - 1
+        }
+    };
+    let lo = u64::from_le_bytes(buf[..8].try_into().expect("8 bytes")) & keep(len);
+    let hi =
+        u64::from_le_bytes(buf[8..].try_into().expect("8 bytes")) & keep(len.saturating_sub(8));
+    short_hash_words(swar_lowercase(lo), swar_lowercase(hi), len)
+}
+
+/// Sets bit i of `mask` when `text[i]` is an ASCII word byte.
+fn word_bitmap(text: &[u8], mask: &mut [u64]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: SSE2 is part of the x86_64 baseline.
+        unsafe { word_bitmap_sse2(text, mask) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    word_bitmap_scalar(text, mask, 0);
+}
+
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+fn word_bitmap_scalar(text: &[u8], mask: &mut [u64], from: usize) {
+    for (i, &b) in text.iter().enumerate().skip(from) {
+        mask[i / 64] |= u64::from(ASCII_WORD[b as usize]) << (i % 64);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse2")]
+unsafe fn word_bitmap_sse2(text: &[u8], mask: &mut [u64]) {
+    use std::arch::x86_64::*;
+    // c in [lo, lo + span) <=> (c - lo + 0x80) as i8 < -128 + span
+    let in_range = |c: __m128i, lo: u8, span: u8| {
+        let shifted = _mm_add_epi8(c, _mm_set1_epi8(0x80u8.wrapping_sub(lo) as i8));
+        _mm_cmplt_epi8(shifted, _mm_set1_epi8((0x80u8.wrapping_add(span)) as i8))
+    };
+    let chunks = text.len() / 16;
+    for i in 0..chunks {
+        let c = _mm_loadu_si128(text.as_ptr().add(16 * i).cast());
+        let lower = _mm_or_si128(c, _mm_set1_epi8(0x20));
+        let alpha = in_range(lower, b'a', 26);
+        let digit = in_range(c, b'0', 10);
+        let under = _mm_cmpeq_epi8(c, _mm_set1_epi8(b'_' as i8));
+        let word = _mm_or_si128(_mm_or_si128(alpha, digit), under);
+        let bits = _mm_movemask_epi8(word) as u32 as u64;
+        mask[i / 4] |= bits << (16 * (i % 4));
+    }
+    for (i, &b) in text.iter().enumerate().skip(chunks * 16) {
+        mask[i / 64] |= u64::from(ASCII_WORD[b as usize]) << (i % 64);
+    }
+}
+
+/// The position of the first byte >= 0x80, eight bytes at a time.
+fn first_non_ascii(bytes: &[u8]) -> Option<usize> {
+    let mut chunks = bytes.chunks_exact(8);
+    let mut base = 0;
+    for chunk in &mut chunks {
+        let w = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+        let high = w & 0x8080_8080_8080_8080;
+        if high != 0 {
+            return Some(base + high.trailing_zeros() as usize / 8);
+        }
+        base += 8;
+    }
+    chunks
+        .remainder()
+        .iter()
+        .position(|&b| b >= 0x80)
+        .map(|p| base + p)
+}
+
+/// Appends the hash of every token of `text` (any Unicode) under [`TokenRule::Unicode`].
+///
+/// ASCII stretches take the fast path; only the whitespace-delimited runs that contain a
+/// non-ASCII character are normalised. That is exact: NFKC never composes across an ASCII
+/// whitespace character, lowercasing's final-sigma context stops at one, and no token spans
+/// one, so normalising run by run equals normalising the whole text.
+pub(crate) fn text_token_hashes(text: &str, normalized: &mut String, out: &mut Vec<u64>) {
+    let bytes = text.as_bytes();
+    if text.is_ascii() {
+        ascii_token_hashes(bytes, out);
+        return;
+    }
+    let is_space = |b: &u8| matches!(b, b' ' | b'\n' | b'\t' | b'\r' | b'\x0b' | b'\x0c');
+    let mut pos = 0;
+    while pos < bytes.len() {
+        let Some(offset) = first_non_ascii(&bytes[pos..]) else {
+            ascii_token_hashes(&bytes[pos..], out);
+            return;
         };
-        out.push(h);
+        let first = pos + offset;
+        let start = bytes[pos..first]
+            .iter()
+            .rposition(is_space)
+            .map_or(pos, |i| pos + i + 1);
+        let end = bytes[first..]
+            .iter()
+            .position(is_space)
+            .map_or(bytes.len(), |i| first + i);
+        ascii_token_hashes(&bytes[pos..start], out);
+        // `start` follows and `end` sits on an ASCII byte: both are char boundaries.
+        super::normalize::normalize_non_ascii_into(&text[start..end], normalized);
+        unicode_token_hashes(normalized, TokenRule::Unicode, out);
+        pos = end;
     }
 }
 
@@ -130,6 +320,40 @@ mod tests {
         unicode_token_hashes(&normalize(text), TokenRule::Unicode, &mut slow);
         assert_eq!(hashes(text), slow);
         assert_eq!(slow.len(), 10);
+    }
+
+    #[test]
+    fn fast_tokenizer_matches_byte_loop_on_every_boundary() {
+        // Tokens crossing the 16-byte SIMD chunks and the 64-bit bitmap words, tokens at the
+        // very end, long tokens and every word-byte class.
+        let mut text = String::new();
+        for i in 0..300 {
+            let word: String = (0..(i % 23 + 1))
+                .map(|j| b"aZ_09mQx"[(i + j) % 8] as char)
+                .collect();
+            text.push_str(&word);
+            text.push_str([" ", ",", "--", "\n", ".  "][i % 5]);
+        }
+        for cut in [0, 1, 15, 16, 17, 63, 64, 65, 127, 128, 1000, text.len()] {
+            let t = &text.as_bytes()[..cut.min(text.len())];
+            let mut fast = Vec::new();
+            ascii_token_hashes(t, &mut fast);
+            let mut slow = Vec::new();
+            let s = std::str::from_utf8(t).unwrap().to_ascii_lowercase();
+            for_each_token(&s, TokenRule::Unicode, |tok| {
+                slow.push(token_hash(tok.as_bytes()))
+            });
+            assert_eq!(fast, slow, "prefix of {cut} bytes");
+        }
+    }
+
+    #[test]
+    fn swar_lowercase_touches_only_capitals() {
+        for b in 0u8..0x80 {
+            let w = u64::from(b) * 0x0101_0101_0101_0101;
+            let want = u64::from(b.to_ascii_lowercase()) * 0x0101_0101_0101_0101;
+            assert_eq!(swar_lowercase(w), want, "byte {b:#x}");
+        }
     }
 
     #[test]

@@ -33,15 +33,16 @@ pub(crate) static ASCII_WORD: [bool; 256] = {
 
 /// How a character takes part in a token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
 enum Class {
     /// Not part of any token.
-    Break,
+    Break = 0,
     /// Part of a word.
-    Word,
+    Word = 1,
     /// Part of a word only after a word character (combining marks).
-    Joiner,
+    Joiner = 2,
     /// A token by itself (ideographs, kana).
-    Single,
+    Single = 3,
 }
 
 fn is_ideographic(c: char) -> bool {
@@ -54,8 +55,45 @@ fn is_ideographic(c: char) -> bool {
         | 0x20000..=0x3134F) // CJK extensions B..G
 }
 
+/// Classes of the Basic Multilingual Plane under [`TokenRule::Unicode`], two bits a
+/// character, computed once: the Unicode property lookups behind `is_alphanumeric` and the
+/// general category are binary searches, too slow to run per character of every document.
+fn unicode_classes() -> &'static [u8; 0x4000] {
+    static TABLE: std::sync::OnceLock<Box<[u8; 0x4000]>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut t = Box::new([0u8; 0x4000]);
+        for cp in 0..0x1_0000u32 {
+            let class = char::from_u32(cp).map_or(Class::Break, classify_unicode_slow);
+            t[(cp / 4) as usize] |= (class as u8) << (2 * (cp % 4));
+        }
+        t
+    })
+}
+
+const CLASSES: [Class; 4] = [Class::Break, Class::Word, Class::Joiner, Class::Single];
+
 #[inline]
 fn classify(c: char, rule: TokenRule) -> Class {
+    if c.is_ascii() {
+        return if ASCII_WORD[c as usize] {
+            Class::Word
+        } else {
+            Class::Break
+        };
+    }
+    let cp = c as u32;
+    if rule == TokenRule::Unicode && cp < 0x1_0000 {
+        let bits = unicode_classes()[(cp / 4) as usize] >> (2 * (cp % 4));
+        return CLASSES[usize::from(bits & 3)];
+    }
+    classify_slow(c, rule)
+}
+
+fn classify_unicode_slow(c: char) -> Class {
+    classify_slow(c, TokenRule::Unicode)
+}
+
+fn classify_slow(c: char, rule: TokenRule) -> Class {
     if c.is_ascii() {
         return if ASCII_WORD[c as usize] {
             Class::Word
@@ -157,6 +195,19 @@ mod tests {
                 assert_eq!(tokens($input, $rule), want);
             }
         )*};
+    }
+
+    #[test]
+    fn class_table_agrees_with_properties() {
+        for cp in (0..0x1_0000u32).step_by(7) {
+            if let Some(c) = char::from_u32(cp) {
+                assert_eq!(
+                    classify(c, TokenRule::Unicode),
+                    classify_slow(c, TokenRule::Unicode),
+                    "U+{cp:04X}"
+                );
+            }
+        }
     }
 
     token_cases! {

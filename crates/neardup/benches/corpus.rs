@@ -1,0 +1,110 @@
+//! Real text from this machine for benchmarks: nobody here wrote it.
+//!
+//! English prose comes from `/usr/share/doc` (READMEs, copyright files, text files) and
+//! `/usr/share/common-licenses`; other scripts from the translated man pages, rendered with
+//! `man -l`. Documents are cut at paragraph boundaries into pieces of about `target` bytes.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<_> = entries.filter_map(|e| e.ok()).collect();
+    entries.sort_by_key(|e| e.path());
+    for e in entries {
+        let p = e.path();
+        let Ok(ft) = e.file_type() else { continue };
+        if ft.is_dir() {
+            walk(&p, out);
+        } else if ft.is_file() {
+            out.push(p);
+        }
+    }
+}
+
+fn is_prose(p: &Path) -> bool {
+    let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    !name.ends_with(".gz")
+        && (name == "copyright"
+            || name.starts_with("README")
+            || name.starts_with("NEWS")
+            || name.ends_with(".txt"))
+}
+
+/// Splits `text` into documents of about `target` bytes at blank lines.
+pub fn split_docs(text: &str, target: usize, out: &mut Vec<String>) {
+    let mut cur = String::new();
+    for para in text.split("\n\n") {
+        cur.push_str(para);
+        cur.push_str("\n\n");
+        if cur.len() >= target {
+            out.push(std::mem::take(&mut cur));
+        }
+    }
+    if cur.trim().len() > 200 {
+        out.push(cur);
+    }
+}
+
+/// English documents from `/usr/share/doc` and the licences, up to `max_bytes` in all.
+pub fn english(target: usize, max_bytes: usize) -> Vec<String> {
+    let mut files = Vec::new();
+    walk(Path::new("/usr/share/common-licenses"), &mut files);
+    walk(Path::new("/usr/share/doc"), &mut files);
+    let mut docs = Vec::new();
+    let mut total = 0;
+    for f in files
+        .iter()
+        .filter(|p| p.starts_with("/usr/share/common-licenses") || is_prose(p))
+    {
+        let Ok(text) = std::fs::read_to_string(f) else {
+            continue;
+        };
+        let before = docs.len();
+        split_docs(&text, target, &mut docs);
+        total += docs[before..].iter().map(String::len).sum::<usize>();
+        if total >= max_bytes {
+            break;
+        }
+    }
+    docs
+}
+
+/// Man pages of one language (`zh_CN`, `ru`, `ja`, …), rendered to plain text.
+pub fn man_pages(lang: &str, max_pages: usize) -> Vec<String> {
+    let mut files = Vec::new();
+    walk(&Path::new("/usr/share/man").join(lang), &mut files);
+    let mut docs = Vec::new();
+    for f in files.iter().take(max_pages) {
+        let Ok(out) = Command::new("man")
+            .arg("-l")
+            .arg(f)
+            .env("MANWIDTH", "80")
+            .output()
+        else {
+            continue;
+        };
+        // Drop overstrike sequences (char, backspace, char) that `man` uses for bold.
+        let raw = String::from_utf8_lossy(&out.stdout);
+        let mut text = String::with_capacity(raw.len());
+        for c in raw.chars() {
+            if c == '\u{8}' {
+                text.pop();
+            } else {
+                text.push(c);
+            }
+        }
+        if text.len() > 500 {
+            docs.push(text);
+        }
+    }
+    docs
+}
+
+/// Total bytes of a corpus.
+pub fn bytes(docs: &[String]) -> u64 {
+    docs.iter().map(|d| d.len() as u64).sum()
+}
