@@ -1,0 +1,117 @@
+//! Command-line arguments (clap derive): global structure and options shared by subcommands.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Find near-duplicate text at scale with SimHash.
+#[derive(Debug, Parser)]
+#[command(name = "neardup", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print the SimHash fingerprint of each document.
+    ///
+    /// Reads plain-text files (one document per file, or per line with --lines) or JSONL
+    /// (--jsonl) and writes one line per document: its id (file name, line number or the
+    /// --id-field value) and the fingerprint as 16 (or 32) lowercase hex digits, separated by
+    /// a tab. A document that cannot be read or has no words is reported on stderr with its
+    /// file and line; the others are still printed, and the exit code is then 2.
+    Fingerprint(crate::cmd::fingerprint::FingerprintArgs),
+    /// Build an IDF table (shingle document frequencies) from a corpus, for --weighting idf.
+    Idf(crate::cmd::idf::IdfArgs),
+}
+
+/// Where documents come from and how they are laid out.
+#[derive(Debug, Args, Clone)]
+pub struct InputArgs {
+    /// Input files; `-` or none reads standard input.
+    #[arg(value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// One document per line instead of one per file.
+    #[arg(long, conflicts_with = "jsonl")]
+    pub lines: bool,
+    /// JSON Lines input: one object per line.
+    #[arg(long)]
+    pub jsonl: bool,
+    /// JSONL field holding the record id (default `id`; a record without it is named by its
+    /// line number).
+    #[arg(long, value_name = "NAME", default_value = "id", requires = "jsonl")]
+    pub id_field: String,
+    /// JSONL field holding text, repeatable, in order (default: `title`, `description`,
+    /// `body_text` and `text`, whichever are present).
+    #[arg(long = "text-field", value_name = "NAME", requires = "jsonl")]
+    pub text_fields: Vec<String>,
+    /// Weight of a JSONL field's shingles, as NAME=N (N >= 1), e.g. `--field-weight title=3`.
+    #[arg(long = "field-weight", value_name = "NAME=N", value_parser = parse_field_weight)]
+    pub field_weights: Vec<(String, u32)>,
+}
+
+fn parse_field_weight(s: &str) -> Result<(String, u32), String> {
+    let (name, weight) = s
+        .split_once('=')
+        .ok_or_else(|| format!("expected NAME=N, got {s:?}"))?;
+    let weight: u32 = weight
+        .parse()
+        .map_err(|_| format!("weight {weight:?} of field {name:?} is not a whole number"))?;
+    if weight == 0 {
+        return Err(format!("weight of field {name:?} must be at least 1"));
+    }
+    Ok((name.to_owned(), weight))
+}
+
+/// The fingerprint profile.
+#[derive(Debug, Args, Clone)]
+pub struct ProfileArgs {
+    /// Feature hash: `xxh3` (fast, default) or `blake2b` (bit-for-bit the Python reference
+    /// `simhash(text)` of seed 000, for stores made by that pipeline).
+    #[arg(long, value_enum, default_value_t = ProfileName::Xxh3)]
+    pub profile: ProfileName,
+    /// Words per shingle.
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub shingle_width: usize,
+    /// Fingerprint width in bits: 64 or 128.
+    #[arg(long, value_name = "BITS", default_value_t = 64, value_parser = parse_bits)]
+    pub bits: u32,
+    /// Shingle weighting: `tf` (each occurrence votes), `presence` (each distinct shingle
+    /// once) or `idf` (needs --idf).
+    #[arg(long, value_enum, default_value_t = WeightingName::Tf)]
+    pub weighting: WeightingName,
+    /// IDF table made by `neardup idf`, for --weighting idf.
+    #[arg(long, value_name = "FILE")]
+    pub idf: Option<PathBuf>,
+}
+
+fn parse_bits(s: &str) -> Result<u32, String> {
+    match s {
+        "64" => Ok(64),
+        "128" => Ok(128),
+        _ => Err(format!("fingerprints have 64 or 128 bits, not {s:?}")),
+    }
+}
+
+/// Feature-hash profile names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProfileName {
+    /// xxh3 token hashes combined per shingle.
+    Xxh3,
+    /// blake2b of the shingle text (seed 000 compatible).
+    Blake2b,
+}
+
+/// Weighting names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum WeightingName {
+    /// Term frequency.
+    Tf,
+    /// Presence.
+    Presence,
+    /// Inverse document frequency.
+    Idf,
+}

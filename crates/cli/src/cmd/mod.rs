@@ -1,0 +1,48 @@
+//! One module per subcommand, each with its arguments and a `run`.
+
+pub mod fingerprint;
+pub mod idf;
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{bail, Context};
+use neardup::{FingerprintBits, HashAlgo, IdfTable, SimHasher, Weighting};
+
+use crate::args::{Cli, Command, ProfileArgs, ProfileName, WeightingName};
+
+/// Runs the chosen subcommand.
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Fingerprint(args) => fingerprint::run(&args),
+        Command::Idf(args) => idf::run(&args),
+    }
+}
+
+/// Builds the hasher the profile options describe.
+pub fn hasher(p: &ProfileArgs) -> anyhow::Result<SimHasher> {
+    let weighting = match (p.weighting, &p.idf) {
+        (WeightingName::Tf, None) => Weighting::Tf,
+        (WeightingName::Presence, None) => Weighting::Presence,
+        (WeightingName::Idf, Some(path)) => Weighting::Idf(Arc::new(
+            IdfTable::load(path).context("loading the IDF table")?,
+        )),
+        (WeightingName::Idf, None) => {
+            bail!("--weighting idf needs --idf FILE (make one with `neardup idf`)")
+        }
+        (_, Some(_)) => bail!("--idf is only used with --weighting idf"),
+    };
+    let builder = SimHasher::builder()
+        .hash(match p.profile {
+            ProfileName::Xxh3 => HashAlgo::Xxh3,
+            ProfileName::Blake2b => HashAlgo::Blake2b,
+        })
+        .shingle_width(p.shingle_width)
+        .bits(if p.bits == 128 {
+            FingerprintBits::Bits128
+        } else {
+            FingerprintBits::Bits64
+        })
+        .weighting(weighting);
+    Ok(builder.build()?)
+}
