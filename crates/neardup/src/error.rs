@@ -21,6 +21,16 @@ pub enum Error {
         /// Why it was rejected and what would be accepted.
         reason: String,
     },
+    /// A value in the input is malformed.
+    #[error("{field} {value:?}: {reason}")]
+    InvalidInput {
+        /// The input field's name.
+        field: &'static str,
+        /// The rejected value.
+        value: String,
+        /// What was wrong and what is expected.
+        reason: String,
+    },
     /// A feature bag with no features cannot be fingerprinted (its SimHash would be an
     /// arbitrary all-zero value that collides with every other empty document).
     #[error("empty feature bag{}: nothing to fingerprint", record_suffix(.record))]
@@ -63,6 +73,25 @@ pub enum Error {
         /// The underlying error.
         source: std::io::Error,
     },
+    /// The store failed or refused to open.
+    #[error("store {}: {reason}", .path.display())]
+    Store {
+        /// The store's location.
+        path: PathBuf,
+        /// What went wrong, with the fix where there is one.
+        reason: String,
+    },
+    /// The store was made with another fingerprint profile.
+    #[error("the store was made with fingerprint profile {stored}, but this run uses {current}: fingerprints of different profiles cannot be compared; run with the store's settings or use a new store")]
+    ConfigMismatch {
+        /// The store's profile.
+        stored: String,
+        /// The profile of this run.
+        current: String,
+    },
+    /// An earlier commit failed, so the in-memory state no longer matches the store.
+    #[error("an earlier write to the store failed; reopen the store to continue from its last committed state")]
+    Poisoned,
     /// A file had the wrong format.
     #[error("{}: {reason}", .path.display())]
     Format {

@@ -37,7 +37,11 @@ pub mod exact;
 pub mod features;
 pub mod fingerprint;
 pub mod index;
+pub mod pipeline;
+pub mod record;
+pub mod store;
 pub mod text;
+pub mod verify;
 
 pub use error::{Error, Result};
 pub use exact::ContentHash;
@@ -46,4 +50,7 @@ pub use fingerprint::{
     hamming, Analysis, Field, Fingerprint, FingerprintBits, HashAlgo, Profile, Scratch, SimHasher,
     SimHasherBuilder, FORMAT_VERSION,
 };
+pub use pipeline::{Decision, Deduper, DeduperBuilder, Outcome, Rule};
+pub use record::{Record, TextField, Timestamp};
+pub use store::{MemoryStore, SqliteStore, Store};
 pub use text::Boilerplate;

@@ -77,3 +77,100 @@ impl Boilerplate {
         }
     }
 }
+
+/// Learns per-host boilerplate from a sample of each host's pages (seed 000): a shingle on
+/// more than `max_share` of a host's pages is furniture.
+///
+/// Only the first `sample_pages` pages of each host are counted, so memory stays bounded on
+/// large crawls; a shingle on more than 5% of pages shows up in such a sample all the same.
+#[derive(Debug)]
+pub struct BoilerplateLearner {
+    max_share: f64,
+    min_pages: u64,
+    sample_pages: u64,
+    hosts: std::collections::HashMap<String, HostSample>,
+}
+
+#[derive(Debug, Default)]
+struct HostSample {
+    pages: u64,
+    sampled: u64,
+    df: std::collections::HashMap<u64, u32, BuildHasherDefault<IdentityHasher>>,
+}
+
+impl BoilerplateLearner {
+    /// A learner for shingles above `max_share` (0..1) of the pages of hosts with at least
+    /// `min_pages` pages, counting at most `sample_pages` pages per host.
+    pub fn new(max_share: f64, min_pages: u64, sample_pages: u64) -> Self {
+        BoilerplateLearner {
+            max_share,
+            min_pages,
+            sample_pages: sample_pages.max(1),
+            hosts: Default::default(),
+        }
+    }
+
+    /// Counts one page of `host` with its shingle hashes (duplicates are ignored).
+    pub fn add_page(&mut self, host: &str, shingles: &[u64]) {
+        let sample = self.hosts.entry(host.to_owned()).or_default();
+        sample.pages += 1;
+        if sample.sampled >= self.sample_pages {
+            return;
+        }
+        sample.sampled += 1;
+        let mut distinct = shingles.to_vec();
+        distinct.sort_unstable();
+        distinct.dedup();
+        for h in distinct {
+            *sample.df.entry(h).or_insert(0) += 1;
+        }
+    }
+
+    /// The learned sets of hosts with enough pages: (host, pages seen, sorted shingles).
+    pub fn finish(self) -> Vec<(String, u64, Vec<u64>)> {
+        let mut out: Vec<(String, u64, Vec<u64>)> = self
+            .hosts
+            .into_iter()
+            .filter(|(_, s)| s.pages >= self.min_pages)
+            .map(|(host, s)| {
+                let cut = self.max_share * s.sampled as f64;
+                let mut set: Vec<u64> =
+                    s.df.iter()
+                        .filter(|(_, &c)| f64::from(c) > cut)
+                        .map(|(&h, _)| h)
+                        .collect();
+                set.sort_unstable();
+                (host, s.pages, set)
+            })
+            .collect();
+        out.sort();
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn learner_keeps_shingles_above_the_share_for_hosts_with_enough_pages() {
+        let mut l = BoilerplateLearner::new(0.05, 20, 1000);
+        for i in 0..40u64 {
+            // Shingle 1 on every page, 2 on 1 page in 40 (2.5%), 3 on 4 in 40 (10%).
+            let mut s = vec![1, 100 + i];
+            if i == 0 {
+                s.push(2);
+            }
+            if i % 10 == 0 {
+                s.push(3);
+            }
+            l.add_page("big.example", &s);
+        }
+        for _ in 0..5 {
+            l.add_page("small.example", &[1]);
+        }
+        let learned = l.finish();
+        assert_eq!(learned.len(), 1, "small hosts learn nothing");
+        assert_eq!(learned[0], ("big.example".to_owned(), 40, vec![1, 3]));
+    }
+}

@@ -5,6 +5,6 @@ pub(crate) mod normalize;
 pub(crate) mod shingle;
 pub(crate) mod tokenize;
 
-pub use boilerplate::Boilerplate;
+pub use boilerplate::{Boilerplate, BoilerplateLearner};
 pub use normalize::normalize;
 pub use tokenize::{tokens, TokenRule};

@@ -1,0 +1,131 @@
+//! The decision policy: thresholds and what a record's arrival resolves to.
+
+use crate::verify::Scores;
+use crate::{Error, Result};
+
+/// Thresholds of the near-duplicate rule (a policy object apart from the mechanics).
+///
+/// The defaults come from measurement, not from the seeds: on real recrawled pages, pairs
+/// with shingle Jaccard >= 0.8 sit up to 9..14 bits apart in a 64-bit SimHash, so k = 3
+/// misses about half of them (see the README's "Choosing max_distance").
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rule {
+    /// Candidates come from the index within this many bits.
+    pub max_distance: u32,
+    /// A candidate is a near-duplicate when the shingle sets' Jaccard is at least this.
+    pub min_jaccard: f64,
+    /// Records with fewer words get only the exact tier (seeds 000 and 004: SimHash of short
+    /// text is unstable).
+    pub min_words: usize,
+    /// At most this many nearest candidates are verified per record.
+    pub max_candidates: usize,
+}
+
+impl Default for Rule {
+    fn default() -> Self {
+        Rule {
+            max_distance: DEFAULT_MAX_DISTANCE,
+            min_jaccard: DEFAULT_MIN_JACCARD,
+            min_words: DEFAULT_MIN_WORDS,
+            max_candidates: 64,
+        }
+    }
+}
+
+/// Default radius in bits (64-bit fingerprints), from the tune measurement.
+pub const DEFAULT_MAX_DISTANCE: u32 = 12;
+/// Default Jaccard threshold: the quality target counts pairs from 0.8.
+pub const DEFAULT_MIN_JACCARD: f64 = 0.8;
+/// Default minimum length for SimHash, in words.
+pub const DEFAULT_MIN_WORDS: usize = 50;
+
+impl Rule {
+    /// Checks the thresholds.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] for a Jaccard threshold outside 0..=1, a radius above 32 bits
+    /// or a candidate cap of 0.
+    pub fn validate(&self) -> Result<()> {
+        if !(0.0..=1.0).contains(&self.min_jaccard) || self.min_jaccard.is_nan() {
+            return Err(Error::InvalidConfig {
+                field: "min_jaccard",
+                value: self.min_jaccard.to_string(),
+                reason: "must be between 0 and 1".into(),
+            });
+        }
+        if self.max_distance > 32 {
+            return Err(Error::InvalidConfig {
+                field: "max_distance",
+                value: self.max_distance.to_string(),
+                reason: "at most 32 bits: beyond that a 64-bit SimHash no longer separates related from unrelated text".into(),
+            });
+        }
+        if self.max_candidates == 0 {
+            return Err(Error::InvalidConfig {
+                field: "max_candidates",
+                value: "0".into(),
+                reason: "at least one candidate must be verified".into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Whether verified scores make a near-duplicate under this rule.
+    pub fn accepts(&self, scores: Scores) -> bool {
+        scores.distance <= self.max_distance && scores.jaccard >= self.min_jaccard
+    }
+}
+
+/// How a merge was justified.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MergeRule {
+    /// Identical normalised text (content hash).
+    Exact,
+    /// Within `max_distance` bits and Jaccard at least `min_jaccard`.
+    SimhashJaccard,
+}
+
+impl MergeRule {
+    /// The name written to the merge log.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MergeRule::Exact => "exact",
+            MergeRule::SimhashJaccard => "simhash+jaccard",
+        }
+    }
+}
+
+/// What happened to one arriving record.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    /// It is the survivor of its cluster (a new cluster, or it displaced the survivor).
+    Kept {
+        /// Whether it was too short for SimHash (exact tier only).
+        too_short: bool,
+        /// The record whose cluster it joined and displaced, if any.
+        displaced: Option<String>,
+        /// The rule and scores of that join, if any.
+        joined: Option<(MergeRule, Scores, String)>,
+    },
+    /// It was merged into a cluster.
+    Merged {
+        /// The cluster's survivor.
+        survivor: String,
+        /// The record it was verified against.
+        matched: String,
+        /// The rule.
+        rule: MergeRule,
+        /// Both scores.
+        scores: Scores,
+    },
+    /// It was processed by an earlier run with the same content; nothing changed.
+    AlreadyStored {
+        /// Its cluster's survivor now (itself when kept).
+        survivor: String,
+    },
+    /// It could not be used.
+    Rejected {
+        /// Why.
+        reason: String,
+    },
+}

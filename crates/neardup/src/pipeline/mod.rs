@@ -1,0 +1,855 @@
+//! The deduplication pipeline: [`Deduper`] drives records through exact tier, SimHash
+//! candidates, Jaccard verification and the merge, against a [`Store`].
+//!
+//! Analysis (normalising, shingling, fingerprinting) runs in parallel; probing, deciding and
+//! inserting run in input order, so results are deterministic. Each call to
+//! [`Deduper::process`] ends with one atomic [`Store::commit`].
+
+mod decision;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
+pub use decision::{
+    Decision, MergeRule, Rule, DEFAULT_MAX_DISTANCE, DEFAULT_MIN_JACCARD, DEFAULT_MIN_WORDS,
+};
+
+use crate::fingerprint::{Field, FingerprintBits, Scratch, SimHasher};
+use crate::index::{AutoIndex, HammingIndex, IndexStats};
+use crate::record::{Record, Timestamp};
+use crate::store::{
+    Arrival, Batch, HostBoilerplate, MergeLogEntry, NewRecord, Rejection, Store, StoredRecord,
+};
+use crate::text::Boilerplate;
+use crate::verify::{jaccard, shingle_ids, Scores};
+use crate::{Error, Result};
+
+/// What the pipeline keeps in memory per record.
+#[derive(Debug, Clone)]
+struct Meta {
+    id: Arc<str>,
+    survivor: u64,
+    first_seen: Timestamp,
+    url: Option<Box<str>>,
+    content_hash: u128,
+    fingerprint: u128,
+    retention_class: Option<Arc<str>>,
+    indexed: bool,
+}
+
+/// A host's boilerplate as the pipeline uses it.
+#[derive(Debug, Clone)]
+struct HostState {
+    stored: HostBoilerplate,
+    set: Arc<Boilerplate>,
+}
+
+/// One record after analysis, before the decision.
+struct Prepared {
+    fingerprint: u128,
+    content_hash: u128,
+    shingles: Vec<u32>,
+    tokens: usize,
+}
+
+/// The outcome of one record of a [`Deduper::process`] call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// The record's id.
+    pub id: String,
+    /// What happened to it.
+    pub decision: Decision,
+    /// Its fingerprint, hex (absent for rejects).
+    pub fingerprint: Option<String>,
+    /// Merge-log entries this record caused (its own merge, or the displaced survivor's).
+    pub merges: Vec<MergeLogEntry>,
+}
+
+/// Per-cluster view for outputs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterView {
+    /// The survivor's id.
+    pub survivor: String,
+    /// Every member's id (survivor first, then by first-seen and id).
+    pub members: Vec<String>,
+    /// Every member's source URL, in the same order, without repeats.
+    pub source_urls: Vec<String>,
+    /// The earliest first-seen time in the cluster.
+    pub first_seen: Timestamp,
+}
+
+/// Counters for reports and monitoring.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DedupStats {
+    /// Records stored.
+    pub records: usize,
+    /// Clusters (survivors).
+    pub clusters: usize,
+    /// The largest cluster: thousands usually mean an empty identity field or an extraction
+    /// failure, not real duplication (seed 000).
+    pub largest_cluster: usize,
+    /// The survivor of the largest cluster.
+    pub largest_cluster_survivor: Option<String>,
+    /// The Hamming index's shape (largest bucket, memory).
+    pub index: IndexStats,
+}
+
+/// Builds a [`Deduper`].
+#[derive(Debug, Clone)]
+pub struct DeduperBuilder {
+    hasher: SimHasher,
+    rule: Rule,
+    expected_records: u64,
+}
+
+impl DeduperBuilder {
+    /// The fingerprint profile.
+    pub fn hasher(mut self, hasher: SimHasher) -> Self {
+        self.hasher = hasher;
+        self
+    }
+
+    /// The decision thresholds.
+    pub fn rule(mut self, rule: Rule) -> Self {
+        self.rule = rule;
+        self
+    }
+
+    /// How many records the index should be laid out for (beyond those stored).
+    pub fn expected_records(mut self, n: u64) -> Self {
+        self.expected_records = n;
+        self
+    }
+
+    /// Opens the pipeline over `store`: checks the profile and rebuilds the index.
+    ///
+    /// # Errors
+    /// [`Error::ConfigMismatch`] when the store holds fingerprints of another profile;
+    /// [`Error::InvalidConfig`] for bad thresholds; store failures.
+    pub fn open<S: Store>(self, mut store: S) -> Result<Deduper<S>> {
+        self.rule.validate()?;
+        let profile = self.hasher.profile().to_string();
+        match store.profile()? {
+            Some(stored) if stored != profile => {
+                return Err(Error::ConfigMismatch {
+                    stored,
+                    current: profile,
+                })
+            }
+            Some(_) => {}
+            None => store.set_profile(&profile)?,
+        }
+        let mut stored = Vec::new();
+        store.load(&mut |r| stored.push(r))?;
+        let expected = self.expected_records.max(stored.len() as u64).max(1024);
+        let mut index = AutoIndex::for_size(expected, self.rule.max_distance)?;
+        let mut d = Deduper {
+            hasher: self.hasher,
+            rule: self.rule,
+            store,
+            index_planned_for: expected,
+            index: AutoIndex::for_size(1, self.rule.max_distance)?,
+            meta: HashMap::with_capacity(stored.len()),
+            by_id: HashMap::with_capacity(stored.len()),
+            by_content: HashMap::with_capacity(stored.len()),
+            members: HashMap::new(),
+            hosts: HashMap::new(),
+            next_handle: 1,
+            pending: HashMap::new(),
+            poisoned: false,
+        };
+        let mut entries = Vec::with_capacity(stored.len());
+        for r in stored {
+            d.next_handle = d.next_handle.max(r.handle + 1);
+            let indexed = r.arrival != Arrival::TooShort;
+            if indexed {
+                entries.push((r.handle, r.fingerprint as u64));
+            }
+            d.remember(&r, indexed);
+        }
+        index.extend(entries)?;
+        d.index = index;
+        for (host, b) in d.store.boilerplate()? {
+            let set = Arc::new(Boilerplate::from_hashes(b.shingles.iter().copied()));
+            d.hosts.insert(host, HostState { stored: b, set });
+        }
+        Ok(d)
+    }
+}
+
+/// The near-duplicate pipeline over a store.
+pub struct Deduper<S: Store> {
+    hasher: SimHasher,
+    rule: Rule,
+    store: S,
+    index: AutoIndex,
+    index_planned_for: u64,
+    meta: HashMap<u64, Meta>,
+    by_id: HashMap<Arc<str>, u64>,
+    by_content: HashMap<u128, u64>,
+    /// Survivor handle -> member handles (survivor included).
+    members: HashMap<u64, Vec<u64>>,
+    hosts: HashMap<String, HostState>,
+    next_handle: u64,
+    /// Shingle sets of records not yet committed.
+    pending: HashMap<u64, Vec<u32>>,
+    poisoned: bool,
+}
+
+impl<S: Store> std::fmt::Debug for Deduper<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Deduper")
+            .field("rule", &self.rule)
+            .field("records", &self.meta.len())
+            .finish()
+    }
+}
+
+impl Deduper<crate::store::MemoryStore> {
+    /// A builder with the default profile and rule.
+    pub fn builder() -> DeduperBuilder {
+        DeduperBuilder {
+            hasher: SimHasher::builder()
+                .build()
+                .expect("the default profile is valid"),
+            rule: Rule::default(),
+            expected_records: 0,
+        }
+    }
+}
+
+impl<S: Store> Deduper<S> {
+    /// The rule in force.
+    pub fn rule(&self) -> Rule {
+        self.rule
+    }
+
+    /// The fingerprint profile.
+    pub fn hasher(&self) -> &SimHasher {
+        &self.hasher
+    }
+
+    /// The store.
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    fn remember(&mut self, r: &StoredRecord, indexed: bool) {
+        let id: Arc<str> = Arc::from(r.id.as_str());
+        self.meta.insert(
+            r.handle,
+            Meta {
+                id: id.clone(),
+                survivor: r.survivor,
+                first_seen: r.first_seen,
+                url: r.url.as_deref().map(Box::from),
+                content_hash: r.content_hash,
+                fingerprint: r.fingerprint,
+                retention_class: r.retention_class.as_deref().map(Arc::from),
+                indexed,
+            },
+        );
+        self.by_id.insert(id, r.handle);
+        self.by_content.entry(r.content_hash).or_insert(r.handle);
+        self.members.entry(r.survivor).or_default().push(r.handle);
+    }
+
+    /// The boilerplate set of a host, if one was learned.
+    pub fn boilerplate_of(&self, host: &str) -> Option<&Boilerplate> {
+        self.hosts.get(host).map(|h| h.set.as_ref())
+    }
+
+    /// Every host with learned boilerplate: (host, pages, shingles).
+    pub fn boilerplate_hosts(&self) -> Vec<(String, u64, usize)> {
+        let mut v: Vec<_> = self
+            .hosts
+            .iter()
+            .map(|(h, s)| (h.clone(), s.stored.pages, s.stored.shingles.len()))
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Adds newly learned boilerplate: for each host, the union with what the store holds,
+    /// committed at once.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn learn_boilerplate(&mut self, learned: Vec<(String, u64, Vec<u64>)>) -> Result<()> {
+        self.check()?;
+        let mut batch = Batch::default();
+        for (host, pages, shingles) in learned {
+            let mut merged = HostBoilerplate { pages, shingles };
+            if let Some(old) = self.hosts.get(&host) {
+                merged.pages += old.stored.pages;
+                merged.shingles.extend_from_slice(&old.stored.shingles);
+                merged.shingles.sort_unstable();
+                merged.shingles.dedup();
+            }
+            let set = Arc::new(Boilerplate::from_hashes(merged.shingles.iter().copied()));
+            batch.boilerplate.push((host.clone(), merged.clone()));
+            self.hosts.insert(
+                host,
+                HostState {
+                    stored: merged,
+                    set,
+                },
+            );
+        }
+        self.commit(batch)
+    }
+
+    fn check(&self) -> Result<()> {
+        if self.poisoned {
+            Err(Error::Poisoned)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn commit(&mut self, batch: Batch) -> Result<()> {
+        match self.store.commit(&batch) {
+            Ok(()) => {
+                self.pending.clear();
+                Ok(())
+            }
+            Err(e) => {
+                self.poisoned = true;
+                Err(e)
+            }
+        }
+    }
+
+    fn prepare(&self, record: &Record, scratch: &mut Scratch) -> Result<Prepared, String> {
+        prepare(&self.hasher, &self.hosts, record, scratch)
+    }
+
+    fn fingerprint_hex(&self, value: u128) -> String {
+        match self.hasher.profile().bits() {
+            FingerprintBits::Bits64 => format!("{:016x}", value as u64),
+            FingerprintBits::Bits128 => format!("{value:032x}"),
+        }
+    }
+
+    fn shingles_of(&self, handle: u64) -> Result<Option<Vec<u32>>> {
+        if let Some(s) = self.pending.get(&handle) {
+            return Ok(Some(s.clone()));
+        }
+        self.store.shingles(handle)
+    }
+
+    /// Verified near-duplicates of an analysed record among stored ones, best first:
+    /// highest Jaccard, then smallest distance, then oldest handle. Failing candidates are
+    /// returned apart, with their scores.
+    fn verify_candidates(
+        &self,
+        prepared: &Prepared,
+    ) -> Result<(Vec<(u64, Scores)>, Vec<(u64, Scores)>)> {
+        let mut hits = self
+            .index
+            .query(prepared.fingerprint as u64, self.rule.max_distance)?;
+        hits.truncate(self.rule.max_candidates);
+        let (mut ok, mut failed) = (Vec::new(), Vec::new());
+        for m in hits {
+            let Some(meta) = self.meta.get(&m.id) else {
+                continue;
+            };
+            let distance = (meta.fingerprint ^ prepared.fingerprint).count_ones();
+            if distance > self.rule.max_distance {
+                continue; // 128-bit profiles: the index saw only the low half
+            }
+            let Some(theirs) = self.shingles_of(m.id)? else {
+                continue;
+            };
+            let scores = Scores {
+                distance,
+                jaccard: jaccard(&prepared.shingles, &theirs),
+            };
+            if self.rule.accepts(scores) {
+                ok.push((m.id, scores));
+            } else {
+                failed.push((m.id, scores));
+            }
+        }
+        ok.sort_by(|a, b| {
+            b.1.jaccard
+                .total_cmp(&a.1.jaccard)
+                .then(a.1.distance.cmp(&b.1.distance))
+                .then(a.0.cmp(&b.0))
+        });
+        Ok((ok, failed))
+    }
+
+    /// Near-duplicates of `record` among stored records, without inserting it: (id, scores)
+    /// best first, exact duplicates first of all with distance 0 and Jaccard 1.
+    ///
+    /// # Errors
+    /// A record with no words; index and store failures.
+    pub fn query(&self, record: &Record) -> Result<Vec<(String, Scores)>> {
+        let prepared = self
+            .prepare(record, &mut Scratch::default())
+            .map_err(|reason| Error::InvalidConfig {
+                field: "text",
+                value: record.id.clone(),
+                reason,
+            })?;
+        let mut out = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        if let Some(&h) = self.by_content.get(&prepared.content_hash) {
+            // Every stored record with this text is in one cluster.
+            let survivor = self.meta[&h].survivor;
+            for &m in &self.members[&survivor] {
+                if self.meta[&m].content_hash == prepared.content_hash && seen.insert(m) {
+                    let distance = (self.meta[&m].fingerprint ^ prepared.fingerprint).count_ones();
+                    out.push((
+                        m,
+                        Scores {
+                            distance,
+                            jaccard: 1.0,
+                        },
+                    ));
+                }
+            }
+        }
+        if prepared.tokens >= self.rule.min_words {
+            let (ok, _) = self.verify_candidates(&prepared)?;
+            out.extend(ok.into_iter().filter(|(h, _)| seen.insert(*h)));
+        }
+        Ok(out
+            .into_iter()
+            .map(|(h, s)| (self.meta[&h].id.to_string(), s))
+            .collect())
+    }
+
+    /// Deduplicates a batch of records against the store and each other, in order, and
+    /// commits the result atomically.
+    ///
+    /// A record whose id is already stored with the same text is reported as
+    /// [`Decision::AlreadyStored`] (so an interrupted run can simply be run again); with
+    /// different text it is rejected.
+    ///
+    /// # Errors
+    /// Store and index failures. After a failed commit the deduper refuses further work
+    /// ([`Error::Poisoned`]): reopen the store to continue from its last committed state.
+    pub fn process(&mut self, records: &[Record], now: Timestamp) -> Result<Vec<Outcome>> {
+        self.check()?;
+        self.grow_index_for(records.len())?;
+        let (hasher, hosts) = (&self.hasher, &self.hosts);
+        let prepared: Vec<Result<Prepared, String>> = records
+            .par_iter()
+            .map_init(Scratch::default, |scratch, r| {
+                prepare(hasher, hosts, r, scratch)
+            })
+            .collect();
+        let mut batch = Batch::default();
+        let mut outcomes = Vec::with_capacity(records.len());
+        for (record, prepared) in records.iter().zip(prepared) {
+            let outcome = match prepared {
+                Err(reason) => Outcome {
+                    id: record.id.clone(),
+                    decision: Decision::Rejected { reason },
+                    fingerprint: None,
+                    merges: Vec::new(),
+                },
+                Ok(p) => self.decide(record, p, now, &mut batch)?,
+            };
+            outcomes.push(outcome);
+        }
+        self.commit(batch)?;
+        Ok(outcomes)
+    }
+
+    /// Rebuilds the index with a larger layout when the store outgrows the plan.
+    fn grow_index_for(&mut self, incoming: usize) -> Result<()> {
+        let need = (self.index.len() + incoming) as u64;
+        if need <= self.index_planned_for.saturating_mul(4) {
+            return Ok(());
+        }
+        let planned = need.saturating_mul(2);
+        let mut index = AutoIndex::for_size(planned, self.rule.max_distance)?;
+        index.extend(
+            self.meta
+                .iter()
+                .filter(|(_, m)| m.indexed)
+                .map(|(&h, m)| (h, m.fingerprint as u64)),
+        )?;
+        self.index = index;
+        self.index_planned_for = planned;
+        Ok(())
+    }
+
+    fn cluster_urls(&self, survivor: u64) -> Vec<String> {
+        let mut urls: Vec<String> = Vec::new();
+        for h in self.ordered_members(survivor) {
+            if let Some(u) = &self.meta[&h].url {
+                if !urls.iter().any(|x| x.as_str() == &**u) {
+                    urls.push(u.to_string());
+                }
+            }
+        }
+        urls
+    }
+
+    /// Members of a cluster: survivor first, then by (first seen, id).
+    fn ordered_members(&self, survivor: u64) -> Vec<u64> {
+        let mut m: Vec<u64> = self.members.get(&survivor).cloned().unwrap_or_default();
+        m.sort_by(|a, b| {
+            let (ma, mb) = (&self.meta[a], &self.meta[b]);
+            (*a != survivor)
+                .cmp(&(*b != survivor))
+                .then(ma.first_seen.cmp(&mb.first_seen))
+                .then(ma.id.cmp(&mb.id))
+        });
+        m
+    }
+
+    fn decide(
+        &mut self,
+        record: &Record,
+        p: Prepared,
+        now: Timestamp,
+        batch: &mut Batch,
+    ) -> Result<Outcome> {
+        let fingerprint = self.fingerprint_hex(p.fingerprint);
+        if let Some(&h) = self.by_id.get(record.id.as_str()) {
+            let meta = &self.meta[&h];
+            let decision = if meta.content_hash == p.content_hash {
+                Decision::AlreadyStored {
+                    survivor: self.meta[&meta.survivor].id.to_string(),
+                }
+            } else {
+                Decision::Rejected {
+                    reason: format!(
+                        "duplicate id {:?}: already stored with different text (ids must be unique)",
+                        record.id
+                    ),
+                }
+            };
+            return Ok(Outcome {
+                id: record.id.clone(),
+                decision,
+                fingerprint: Some(fingerprint),
+                merges: Vec::new(),
+            });
+        }
+        let first_seen = record.first_seen.unwrap_or(now);
+        let too_short = p.tokens < self.rule.min_words;
+
+        // The exact tier, then SimHash candidates with verification.
+        let mut matched: Option<(u64, MergeRule, Scores)> = None;
+        if let Some(&h) = self.by_content.get(&p.content_hash) {
+            let distance = (self.meta[&h].fingerprint ^ p.fingerprint).count_ones();
+            matched = Some((
+                h,
+                MergeRule::Exact,
+                Scores {
+                    distance,
+                    jaccard: 1.0,
+                },
+            ));
+        } else if !too_short {
+            let (ok, failed) = self.verify_candidates(&p)?;
+            for (h, s) in failed.iter().take(8) {
+                batch.rejections.push(Rejection {
+                    record: record.id.clone(),
+                    candidate: self.meta[h].id.to_string(),
+                    distance: s.distance,
+                    jaccard: s.jaccard,
+                });
+            }
+            if let Some(&(h, s)) = ok.first() {
+                matched = Some((h, MergeRule::SimhashJaccard, s));
+            }
+        }
+
+        let handle = self.next_handle;
+        self.next_handle += 1;
+        let arrival = match (&matched, too_short) {
+            (Some((_, MergeRule::Exact, _)), _) => Arrival::Exact,
+            (Some(_), _) => Arrival::Near,
+            (None, true) => Arrival::TooShort,
+            (None, false) => Arrival::New,
+        };
+        let survivor = matched.map_or(handle, |(h, _, _)| self.meta[&h].survivor);
+        let stored = StoredRecord {
+            handle,
+            id: record.id.clone(),
+            fingerprint: p.fingerprint,
+            content_hash: p.content_hash,
+            url: record.url.clone(),
+            host: record.effective_host(),
+            first_seen,
+            retention_class: record.retention_class.clone(),
+            survivor,
+            arrival,
+            tokens: p.tokens.min(u32::MAX as usize) as u32,
+        };
+        let indexed = !too_short;
+        self.remember(&stored, indexed);
+        if indexed {
+            self.index.insert(handle, p.fingerprint as u64)?;
+            self.pending.insert(handle, p.shingles.clone());
+        }
+        batch.records.push(NewRecord {
+            record: stored,
+            shingles: if indexed { p.shingles } else { Vec::new() },
+        });
+
+        let Some((matched_handle, rule, scores)) = matched else {
+            return Ok(Outcome {
+                id: record.id.clone(),
+                decision: Decision::Kept {
+                    too_short,
+                    displaced: None,
+                    joined: None,
+                },
+                fingerprint: Some(fingerprint),
+                merges: Vec::new(),
+            });
+        };
+        let matched_id = self.meta[&matched_handle].id.to_string();
+        let at = now.to_rfc3339();
+        // The survivor is the earliest first seen; ties go to the smallest id.
+        let old = &self.meta[&survivor];
+        let displaces = (first_seen, record.id.as_str()) < (old.first_seen, &*old.id);
+        if displaces {
+            let old_id = old.id.to_string();
+            let old_fp = self.fingerprint_hex(old.fingerprint);
+            let mut moved = self.members.remove(&survivor).unwrap_or_default();
+            moved.retain(|&h| h != handle);
+            for &m in &moved {
+                self.meta.get_mut(&m).expect("member is stored").survivor = handle;
+                batch.survivor_updates.push((m, handle));
+            }
+            self.meta.get_mut(&handle).expect("just stored").survivor = handle;
+            if let Some(n) = batch.records.last_mut() {
+                n.record.survivor = handle;
+            }
+            moved.push(handle);
+            self.members.insert(handle, moved);
+            let entry = MergeLogEntry {
+                kept: record.id.clone(),
+                merged: old_id.clone(),
+                merged_fingerprint: old_fp,
+                rule: rule.as_str().into(),
+                distance: scores.distance,
+                jaccard: scores.jaccard,
+                matched: matched_id,
+                source_urls: self.cluster_urls(handle),
+                at,
+            };
+            batch.merges.push(entry.clone());
+            return Ok(Outcome {
+                id: record.id.clone(),
+                decision: Decision::Kept {
+                    too_short,
+                    displaced: Some(old_id),
+                    joined: Some((rule, scores, entry.matched.clone())),
+                },
+                fingerprint: Some(fingerprint),
+                merges: vec![entry],
+            });
+        }
+        // `remember` already added the record to its survivor's members.
+        let survivor_id = self.meta[&survivor].id.to_string();
+        let entry = MergeLogEntry {
+            kept: survivor_id.clone(),
+            merged: record.id.clone(),
+            merged_fingerprint: fingerprint.clone(),
+            rule: rule.as_str().into(),
+            distance: scores.distance,
+            jaccard: scores.jaccard,
+            matched: matched_id.clone(),
+            source_urls: self.cluster_urls(survivor),
+            at,
+        };
+        batch.merges.push(entry.clone());
+        Ok(Outcome {
+            id: record.id.clone(),
+            decision: Decision::Merged {
+                survivor: survivor_id,
+                matched: matched_id,
+                rule,
+                scores,
+            },
+            fingerprint: Some(fingerprint),
+            merges: vec![entry],
+        })
+    }
+
+    /// The cluster of a stored record.
+    pub fn cluster_of(&self, id: &str) -> Option<ClusterView> {
+        let h = *self.by_id.get(id)?;
+        let survivor = self.meta[&h].survivor;
+        let members = self.ordered_members(survivor);
+        Some(ClusterView {
+            survivor: self.meta[&survivor].id.to_string(),
+            first_seen: members
+                .iter()
+                .map(|m| self.meta[m].first_seen)
+                .min()
+                .unwrap_or(self.meta[&survivor].first_seen),
+            source_urls: self.cluster_urls(survivor),
+            members: members
+                .iter()
+                .map(|m| self.meta[m].id.to_string())
+                .collect(),
+        })
+    }
+
+    /// Whether `id` is stored.
+    pub fn contains(&self, id: &str) -> bool {
+        self.by_id.contains_key(id)
+    }
+
+    /// Counters for the report and `/metrics`.
+    pub fn stats(&self) -> DedupStats {
+        let largest = self
+            .members
+            .iter()
+            .max_by_key(|(s, m)| (m.len(), std::cmp::Reverse(**s)));
+        DedupStats {
+            records: self.meta.len(),
+            clusters: self.members.len(),
+            largest_cluster: largest.map_or(0, |(_, m)| m.len()),
+            largest_cluster_survivor: largest.map(|(s, _)| self.meta[s].id.to_string()),
+            index: self.index.stats(),
+        }
+    }
+
+    /// Erases records (seed 000's erasure request): each record, its fingerprint, its index
+    /// entries and its shingles go; merge-log rows about it go and its id is blanked where
+    /// another row names it. When a survivor is erased, the earliest remaining member of its
+    /// cluster becomes the survivor. Returns the ids that were stored.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn erase(&mut self, ids: &[&str]) -> Result<Vec<String>> {
+        self.check()?;
+        let mut batch = Batch::default();
+        let mut erased = Vec::new();
+        for id in ids {
+            let Some(&h) = self.by_id.get(*id) else {
+                continue;
+            };
+            self.forget(h, &mut batch);
+            erased.push((*id).to_owned());
+        }
+        self.commit(batch)?;
+        Ok(erased)
+    }
+
+    /// Erases every record of retention class `class` first seen before `before`.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn expire(&mut self, class: &str, before: Timestamp) -> Result<Vec<String>> {
+        let mut ids: Vec<(u64, String)> = self
+            .meta
+            .iter()
+            .filter(|(_, m)| m.retention_class.as_deref() == Some(class) && m.first_seen < before)
+            .map(|(&h, m)| (h, m.id.to_string()))
+            .collect();
+        ids.sort();
+        let refs: Vec<&str> = ids.iter().map(|(_, s)| s.as_str()).collect();
+        self.erase(&refs)
+    }
+
+    fn forget(&mut self, h: u64, batch: &mut Batch) {
+        let Some(meta) = self.meta.remove(&h) else {
+            return;
+        };
+        self.by_id.remove(&meta.id);
+        if meta.indexed {
+            self.index.remove(h);
+        }
+        self.pending.remove(&h);
+        let mut members = self.members.remove(&meta.survivor).unwrap_or_default();
+        members.retain(|&m| m != h);
+        if self.by_content.get(&meta.content_hash) == Some(&h) {
+            self.by_content.remove(&meta.content_hash);
+            // Exact duplicates always share a cluster: hand the entry to one of them.
+            if let Some(&other) = members
+                .iter()
+                .find(|m| self.meta[m].content_hash == meta.content_hash)
+            {
+                self.by_content.insert(meta.content_hash, other);
+            }
+        }
+        if !members.is_empty() {
+            let survivor = if meta.survivor == h {
+                let next = *members
+                    .iter()
+                    .min_by(|a, b| {
+                        let (ma, mb) = (&self.meta[a], &self.meta[b]);
+                        ma.first_seen.cmp(&mb.first_seen).then(ma.id.cmp(&mb.id))
+                    })
+                    .expect("members is not empty");
+                for &m in &members {
+                    self.meta.get_mut(&m).expect("member is stored").survivor = next;
+                    batch.survivor_updates.push((m, next));
+                }
+                next
+            } else {
+                meta.survivor
+            };
+            self.members.insert(survivor, members);
+        }
+        batch.erase.push(h);
+    }
+
+    /// Every cluster whose survivor is one of `ids` (or every cluster, for `None`), in
+    /// survivor handle order.
+    pub fn clusters(&self) -> Vec<ClusterView> {
+        let mut survivors: Vec<u64> = self.members.keys().copied().collect();
+        survivors.sort_unstable();
+        survivors
+            .into_iter()
+            .filter_map(|s| self.cluster_of(&self.meta[&s].id))
+            .collect()
+    }
+
+    /// The stored fingerprint (hex) of a record.
+    pub fn fingerprint_of(&self, id: &str) -> Option<String> {
+        let h = self.by_id.get(id)?;
+        Some(self.fingerprint_hex(self.meta[h].fingerprint))
+    }
+}
+
+/// Analyses one record (in parallel with others): fingerprint, content hash, verification set.
+fn prepare(
+    hasher: &SimHasher,
+    hosts: &HashMap<String, HostState>,
+    record: &Record,
+    scratch: &mut Scratch,
+) -> Result<Prepared, String> {
+    let fields: Vec<Field<'_>> = record
+        .fields
+        .iter()
+        .map(|f| Field::weighted(&f.text, f.weight.max(1)))
+        .collect();
+    let boilerplate = record
+        .effective_host()
+        .and_then(|h| hosts.get(&h).map(|s| s.set.clone()));
+    let analysis = match hasher.analyze(&fields, boilerplate.as_deref(), scratch) {
+        Ok(a) => a,
+        // A page that is nothing but its site's template: fingerprint it whole; it is
+        // then too short or an exact duplicate of the template.
+        Err(Error::EmptyFeatureBag { .. }) if boilerplate.is_some() => hasher
+            .analyze(&fields, None, scratch)
+            .map_err(|_| "no words to fingerprint".to_owned())?,
+        Err(Error::EmptyFeatureBag { .. }) => return Err("no words to fingerprint".into()),
+        Err(e) => return Err(e.to_string()),
+    };
+    Ok(Prepared {
+        fingerprint: analysis.fingerprint.value(),
+        content_hash: analysis.content_hash.0,
+        shingles: shingle_ids(&analysis.shingles),
+        tokens: analysis.token_count,
+    })
+}
+
+#[cfg(test)]
+mod tests;

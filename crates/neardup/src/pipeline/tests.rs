@@ -1,0 +1,385 @@
+//! Pipeline behaviour, run against the in-memory and the SQLite store.
+
+use super::*;
+use crate::store::{MemoryStore, SqliteStore};
+use crate::text::shingle::fmix64;
+
+fn doc(seed: u64, words: usize) -> String {
+    let mut s = seed;
+    (0..words)
+        .map(|_| {
+            s = fmix64(s.wrapping_add(0x9e37_79b9_7f4a_7c15));
+            format!("w{}", s % 20_000)
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `text` with `n` words replaced (spread out), a typical light edit.
+fn edit(text: &str, n: usize) -> String {
+    let mut words: Vec<String> = text.split(' ').map(str::to_owned).collect();
+    let len = words.len();
+    for i in 0..n {
+        words[(i * 37 + 11) % len] = format!("edit{i}");
+    }
+    words.join(" ")
+}
+
+fn t(s: &str) -> Timestamp {
+    Timestamp::parse_rfc3339(s).unwrap()
+}
+
+fn memory() -> Deduper<MemoryStore> {
+    Deduper::builder().open(MemoryStore::new()).unwrap()
+}
+
+const NOW: &str = "2026-11-30T00:00:00Z";
+
+#[test]
+fn exact_near_and_distinct_records() {
+    let mut d = memory();
+    let a = doc(1, 300);
+    let recs = vec![
+        Record::new("a", a.clone()).with_url("https://one.example/a"),
+        Record::new("a-copy", a.to_uppercase()).with_url("https://two.example/a"),
+        Record::new("a-edit", edit(&a, 3)).with_url("https://three.example/a"),
+        Record::new("b", doc(2, 300)),
+    ];
+    let out = d.process(&recs, t(NOW)).unwrap();
+    assert!(matches!(
+        out[0].decision,
+        Decision::Kept {
+            displaced: None,
+            ..
+        }
+    ));
+    match &out[1].decision {
+        Decision::Merged {
+            survivor,
+            rule,
+            scores,
+            ..
+        } => {
+            assert_eq!(survivor, "a");
+            assert_eq!(*rule, MergeRule::Exact);
+            assert_eq!(scores.jaccard, 1.0);
+        }
+        other => panic!("exact copy: {other:?}"),
+    }
+    match &out[2].decision {
+        Decision::Merged {
+            survivor,
+            rule,
+            scores,
+            ..
+        } => {
+            assert_eq!(survivor, "a");
+            assert_eq!(*rule, MergeRule::SimhashJaccard);
+            assert!(scores.jaccard >= 0.8 && scores.jaccard < 1.0, "{scores:?}");
+            assert_eq!(out[2].merges[0].rule, "simhash+jaccard");
+            assert_eq!(
+                out[2].merges[0].source_urls,
+                [
+                    "https://one.example/a",
+                    "https://two.example/a",
+                    "https://three.example/a"
+                ]
+            );
+        }
+        other => panic!("light edit: {other:?}"),
+    }
+    assert!(matches!(out[3].decision, Decision::Kept { .. }));
+    let c = d.cluster_of("a-edit").unwrap();
+    assert_eq!(c.survivor, "a");
+    assert_eq!(c.members.len(), 3);
+    let stats = d.stats();
+    assert_eq!(
+        (stats.records, stats.clusters, stats.largest_cluster),
+        (4, 2, 3)
+    );
+}
+
+#[test]
+fn earliest_first_seen_survives_and_keeps_every_url() {
+    let mut d = memory();
+    let a = doc(3, 200);
+    let late = Record::new("late", a.clone())
+        .with_url("https://x.example/late")
+        .with_first_seen(t("2026-05-01T00:00:00Z"));
+    let early = Record::new("early", edit(&a, 2))
+        .with_url("https://y.example/early")
+        .with_first_seen(t("2026-01-01T00:00:00Z"));
+    d.process(&[late], t(NOW)).unwrap();
+    let out = d.process(&[early], t(NOW)).unwrap();
+    match &out[0].decision {
+        Decision::Kept { displaced, .. } => assert_eq!(displaced.as_deref(), Some("late")),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(out[0].merges[0].kept, "early");
+    assert_eq!(out[0].merges[0].merged, "late");
+    let c = d.cluster_of("late").unwrap();
+    assert_eq!(c.survivor, "early");
+    assert_eq!(c.first_seen, t("2026-01-01T00:00:00Z"));
+    assert_eq!(
+        c.source_urls,
+        ["https://y.example/early", "https://x.example/late"]
+    );
+    // Ties on time go to the smallest id.
+    let mut d = memory();
+    let same = t("2026-01-01T00:00:00Z");
+    d.process(&[Record::new("z", a.clone()).with_first_seen(same)], t(NOW))
+        .unwrap();
+    d.process(&[Record::new("m", a.clone()).with_first_seen(same)], t(NOW))
+        .unwrap();
+    assert_eq!(d.cluster_of("z").unwrap().survivor, "m");
+}
+
+#[test]
+fn short_records_get_only_the_exact_tier() {
+    let mut d = memory();
+    let out = d
+        .process(
+            &[
+                Record::new("s1", "breaking: storm closes the coastal road tonight"),
+                Record::new("s2", "Breaking - storm closes the coastal road tonight!"),
+                Record::new("s3", "breaking: storm closes the coastal road today"),
+            ],
+            t(NOW),
+        )
+        .unwrap();
+    assert!(matches!(
+        out[0].decision,
+        Decision::Kept {
+            too_short: true,
+            ..
+        }
+    ));
+    assert!(matches!(
+        &out[1].decision,
+        Decision::Merged {
+            rule: MergeRule::Exact,
+            ..
+        }
+    ));
+    assert!(
+        matches!(
+            out[2].decision,
+            Decision::Kept {
+                too_short: true,
+                ..
+            }
+        ),
+        "short near-duplicates are never SimHash-merged: {:?}",
+        out[2].decision
+    );
+}
+
+#[test]
+fn rerun_is_idempotent_and_changed_duplicate_ids_are_rejected() {
+    let mut d = memory();
+    let a = doc(4, 200);
+    let recs = vec![Record::new("a", a.clone()), Record::new("a2", edit(&a, 1))];
+    d.process(&recs, t(NOW)).unwrap();
+    let again = d.process(&recs, t(NOW)).unwrap();
+    for o in &again {
+        assert!(
+            matches!(&o.decision, Decision::AlreadyStored { survivor } if survivor == "a"),
+            "{o:?}"
+        );
+        assert!(o.merges.is_empty());
+    }
+    let mut merges = 0;
+    d.store().merges(&mut |_| merges += 1).unwrap();
+    assert_eq!(merges, 1, "nothing is merged twice");
+    let out = d.process(&[Record::new("a", doc(5, 100))], t(NOW)).unwrap();
+    match &out[0].decision {
+        Decision::Rejected { reason } => assert!(reason.contains("duplicate id \"a\""), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn failed_verification_is_logged_with_scores() {
+    // A candidate within the radius whose shingles differ: a heavy rewrite of a text.
+    let rule = Rule {
+        max_distance: 32,
+        ..Rule::default()
+    };
+    let mut d = Deduper::builder()
+        .rule(rule)
+        .open(MemoryStore::new())
+        .unwrap();
+    let a = doc(6, 400);
+    let out = d
+        .process(
+            &[Record::new("a", a.clone()), Record::new("b", edit(&a, 60))],
+            t(NOW),
+        )
+        .unwrap();
+    assert!(
+        matches!(out[1].decision, Decision::Kept { .. }),
+        "{:?}",
+        out[1].decision
+    );
+    assert!(d.store().rejections() >= 1);
+}
+
+#[test]
+fn query_does_not_insert() {
+    let mut d = memory();
+    let a = doc(7, 200);
+    d.process(&[Record::new("a", a.clone())], t(NOW)).unwrap();
+    let hits = d.query(&Record::new("q", edit(&a, 2))).unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].0, "a");
+    assert!(hits[0].1.jaccard >= 0.8);
+    assert!(!d.contains("q"));
+    let exact = d.query(&Record::new("q", a.clone())).unwrap();
+    assert_eq!(exact[0].1.jaccard, 1.0);
+    assert!(d.query(&Record::new("q", "")).is_err());
+}
+
+#[test]
+fn erasure_removes_the_record_everywhere_and_promotes_a_survivor() {
+    let mut d = memory();
+    let a = doc(8, 200);
+    d.process(
+        &[
+            Record::new("first", a.clone()).with_first_seen(t("2026-01-01T00:00:00Z")),
+            Record::new("second", edit(&a, 2)).with_first_seen(t("2026-02-01T00:00:00Z")),
+            Record::new("third", edit(&a, 3)).with_first_seen(t("2026-03-01T00:00:00Z")),
+        ],
+        t(NOW),
+    )
+    .unwrap();
+    assert_eq!(d.erase(&["first", "nope"]).unwrap(), ["first"]);
+    assert!(!d.contains("first"));
+    assert_eq!(d.cluster_of("third").unwrap().survivor, "second");
+    // The erased text is no longer found by the index or the exact tier.
+    let hits = d.query(&Record::new("q", a.clone())).unwrap();
+    assert!(hits.iter().all(|(id, _)| id != "first"), "{hits:?}");
+    let mut log = Vec::new();
+    d.store().merges(&mut |m| log.push(m)).unwrap();
+    assert!(log
+        .iter()
+        .all(|m| m.merged != "first" && m.kept != "first" && m.matched != "first"));
+    assert!(log.iter().any(|m| m.kept == "<erased>"), "{log:?}");
+}
+
+#[test]
+fn expire_removes_a_retention_class_before_a_time() {
+    let mut d = memory();
+    d.process(
+        &[
+            Record::new("old", doc(9, 100))
+                .with_retention_class("30d")
+                .with_first_seen(t("2026-01-01T00:00:00Z")),
+            Record::new("new", doc(10, 100))
+                .with_retention_class("30d")
+                .with_first_seen(t("2026-11-01T00:00:00Z")),
+            Record::new("keep", doc(11, 100))
+                .with_retention_class("forever")
+                .with_first_seen(t("2026-01-01T00:00:00Z")),
+        ],
+        t(NOW),
+    )
+    .unwrap();
+    let gone = d.expire("30d", t("2026-06-01T00:00:00Z")).unwrap();
+    assert_eq!(gone, ["old"]);
+    assert!(d.contains("new") && d.contains("keep"));
+}
+
+#[test]
+fn learned_boilerplate_is_excluded() {
+    let template = format!(
+        "home news sport weather contact us {} all rights reserved",
+        doc(999, 70)
+    );
+    let page = |body: &str| format!("{template} {body}");
+    let rule = Rule {
+        min_words: 10,
+        ..Rule::default()
+    };
+    let pages = [
+        Record::new("p1", page("storm closes road")).with_url("https://site.example/1"),
+        Record::new("p2", page("council approves budget")).with_url("https://site.example/2"),
+    ];
+    // Without boilerplate exclusion the shared template makes them near-duplicates.
+    let mut plain = Deduper::builder()
+        .rule(rule)
+        .open(MemoryStore::new())
+        .unwrap();
+    let out = plain.process(&pages, t(NOW)).unwrap();
+    assert!(
+        matches!(out[1].decision, Decision::Merged { .. }),
+        "{:?}",
+        out[1].decision
+    );
+    // Learn the host's furniture from 30 of its pages, then the two pages are distinct.
+    let mut d = Deduper::builder()
+        .rule(rule)
+        .open(MemoryStore::new())
+        .unwrap();
+    let h = d.hasher().clone();
+    let mut learner = crate::text::BoilerplateLearner::new(0.05, 20, 1000);
+    for i in 0..30 {
+        learner.add_page("site.example", &h.shingle_set(&page(&doc(100 + i, 40))));
+    }
+    d.learn_boilerplate(learner.finish()).unwrap();
+    assert!(d
+        .boilerplate_of("site.example")
+        .is_some_and(|b| b.len() > 50));
+    let out = d.process(&pages, t(NOW)).unwrap();
+    assert!(
+        matches!(out[1].decision, Decision::Kept { .. }),
+        "{:?}",
+        out[1].decision
+    );
+}
+
+#[test]
+fn sqlite_store_persists_clusters_and_refuses_another_profile() {
+    let dir = std::env::temp_dir().join(format!("neardup-pipeline-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("store.db");
+    let _ = std::fs::remove_file(&path);
+    let a = doc(12, 250);
+    {
+        let mut d = Deduper::builder()
+            .open(SqliteStore::open(&path).unwrap())
+            .unwrap();
+        d.process(
+            &[Record::new("a", a.clone()).with_url("https://a.example/")],
+            t(NOW),
+        )
+        .unwrap();
+    }
+    {
+        let mut d = Deduper::builder()
+            .open(SqliteStore::open(&path).unwrap())
+            .unwrap();
+        let out = d
+            .process(&[Record::new("a2", edit(&a, 2))], t(NOW))
+            .unwrap();
+        assert!(
+            matches!(&out[0].decision, Decision::Merged { survivor, .. } if survivor == "a"),
+            "{:?}",
+            out[0].decision
+        );
+    }
+    let d = Deduper::builder()
+        .open(SqliteStore::open(&path).unwrap())
+        .unwrap();
+    assert_eq!(d.cluster_of("a2").unwrap().members, ["a", "a2"]);
+    let other = SimHasher::builder().shingle_width(3).build().unwrap();
+    let err = Deduper::builder()
+        .hasher(other)
+        .open(SqliteStore::open(&path).unwrap())
+        .unwrap_err();
+    assert!(matches!(err, Error::ConfigMismatch { .. }), "{err}");
+    assert!(
+        err.to_string().contains("neardup/1/xxh3/w4/b64/tf"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -1,0 +1,96 @@
+//! An in-memory store: for tests and runs that need nothing kept.
+
+use std::collections::BTreeMap;
+
+use super::{Batch, HostBoilerplate, MergeLogEntry, Store, StoredRecord};
+use crate::Result;
+
+/// Keeps everything in memory; gone when dropped.
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    profile: Option<String>,
+    records: BTreeMap<u64, StoredRecord>,
+    shingles: BTreeMap<u64, Vec<u32>>,
+    merges: Vec<MergeLogEntry>,
+    rejections: usize,
+    boilerplate: BTreeMap<String, HostBoilerplate>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> MemoryStore {
+        MemoryStore::default()
+    }
+
+    /// How many verification rejections were logged.
+    pub fn rejections(&self) -> usize {
+        self.rejections
+    }
+}
+
+impl Store for MemoryStore {
+    fn profile(&self) -> Result<Option<String>> {
+        Ok(self.profile.clone())
+    }
+
+    fn set_profile(&mut self, profile: &str) -> Result<()> {
+        self.profile = Some(profile.to_owned());
+        Ok(())
+    }
+
+    fn load(&self, f: &mut dyn FnMut(StoredRecord)) -> Result<()> {
+        self.records.values().cloned().for_each(f);
+        Ok(())
+    }
+
+    fn shingles(&self, handle: u64) -> Result<Option<Vec<u32>>> {
+        Ok(self.shingles.get(&handle).cloned())
+    }
+
+    fn boilerplate(&self) -> Result<Vec<(String, HostBoilerplate)>> {
+        Ok(self
+            .boilerplate
+            .iter()
+            .map(|(h, b)| (h.clone(), b.clone()))
+            .collect())
+    }
+
+    fn merges(&self, f: &mut dyn FnMut(MergeLogEntry)) -> Result<()> {
+        self.merges.iter().cloned().for_each(f);
+        Ok(())
+    }
+
+    fn commit(&mut self, batch: &Batch) -> Result<()> {
+        for n in &batch.records {
+            self.records.insert(n.record.handle, n.record.clone());
+            if !n.shingles.is_empty() {
+                self.shingles.insert(n.record.handle, n.shingles.clone());
+            }
+        }
+        for &(h, s) in &batch.survivor_updates {
+            if let Some(r) = self.records.get_mut(&h) {
+                r.survivor = s;
+            }
+        }
+        self.merges.extend(batch.merges.iter().cloned());
+        self.rejections += batch.rejections.len();
+        for (host, b) in &batch.boilerplate {
+            self.boilerplate.insert(host.clone(), b.clone());
+        }
+        for h in &batch.erase {
+            if let Some(r) = self.records.remove(h) {
+                self.shingles.remove(h);
+                self.merges.retain(|m| m.merged != r.id);
+                for m in &mut self.merges {
+                    if m.kept == r.id {
+                        m.kept = "<erased>".into();
+                    }
+                    if m.matched == r.id {
+                        m.matched = "<erased>".into();
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}

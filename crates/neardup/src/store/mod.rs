@@ -1,0 +1,210 @@
+//! Persistence: the [`Store`] trait and its backends.
+//!
+//! A store keeps what deduplication needs to continue tomorrow: each record's id,
+//! fingerprint, content hash, compact shingle ids, source URL, first-seen time, host,
+//! retention class and cluster; the merge log; verification rejections; and each host's
+//! learned boilerplate. The Hamming index is rebuilt in memory from it on open.
+//!
+//! Every change arrives as one [`Batch`] and is applied atomically by [`Store::commit`]; once
+//! `commit` returns, the batch is durable.
+
+mod memory;
+mod sqlite;
+
+#[cfg(test)]
+pub(crate) mod tests;
+
+pub use memory::MemoryStore;
+pub use sqlite::SqliteStore;
+
+use crate::record::Timestamp;
+use crate::Result;
+
+/// How a record was decided when it arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Arrival {
+    /// Nothing like it was stored: it started a cluster.
+    New,
+    /// Its normalised text equalled a stored record's.
+    Exact,
+    /// A stored record within `max_distance` bits passed Jaccard verification.
+    Near,
+    /// Too few words for SimHash: only the exact tier applied, and nothing was like it.
+    TooShort,
+}
+
+impl Arrival {
+    /// The stable lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Arrival::New => "new",
+            Arrival::Exact => "exact",
+            Arrival::Near => "near",
+            Arrival::TooShort => "too_short",
+        }
+    }
+
+    /// Parses [`as_str`](Self::as_str)'s names.
+    pub fn parse(s: &str) -> Option<Arrival> {
+        Some(match s {
+            "new" => Arrival::New,
+            "exact" => Arrival::Exact,
+            "near" => Arrival::Near,
+            "too_short" => Arrival::TooShort,
+            _ => return None,
+        })
+    }
+}
+
+/// What is kept of one record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredRecord {
+    /// Dense internal handle (the index's id).
+    pub handle: u64,
+    /// The caller's id.
+    pub id: String,
+    /// Fingerprint bits (upper 64 zero for 64-bit profiles).
+    pub fingerprint: u128,
+    /// Hash of the normalised token stream.
+    pub content_hash: u128,
+    /// Source URL.
+    pub url: Option<String>,
+    /// Host, for boilerplate.
+    pub host: Option<String>,
+    /// First-seen time.
+    pub first_seen: Timestamp,
+    /// Retention class.
+    pub retention_class: Option<String>,
+    /// Handle of its cluster's survivor (itself when it is the survivor).
+    pub survivor: u64,
+    /// How it was decided on arrival.
+    pub arrival: Arrival,
+    /// Words in it.
+    pub tokens: u32,
+}
+
+/// One merge-log entry: a merged record, the survivor it went to, and why (seed 000: the rule
+/// and both scores, so a threshold change can be re-evaluated).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct MergeLogEntry {
+    /// The survivor's id at the time of the merge.
+    pub kept: String,
+    /// The merged record's id.
+    pub merged: String,
+    /// The merged record's fingerprint, hex.
+    pub merged_fingerprint: String,
+    /// `exact` or `simhash+jaccard`.
+    pub rule: String,
+    /// Hamming distance to the record it was verified against.
+    pub distance: u32,
+    /// Jaccard similarity to the record it was verified against.
+    pub jaccard: f64,
+    /// The record it was verified against (a member of the survivor's cluster).
+    pub matched: String,
+    /// Every source URL of the cluster after the merge.
+    pub source_urls: Vec<String>,
+    /// When the merge was decided, RFC 3339.
+    pub at: String,
+}
+
+/// A candidate within `max_distance` that failed verification, with its scores.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rejection {
+    /// The arriving record.
+    pub record: String,
+    /// The stored candidate.
+    pub candidate: String,
+    /// Hamming distance.
+    pub distance: u32,
+    /// Jaccard similarity, below the threshold.
+    pub jaccard: f64,
+}
+
+/// A host's learned boilerplate.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct HostBoilerplate {
+    /// Pages the set was learned from.
+    pub pages: u64,
+    /// Boilerplate shingle hashes, sorted.
+    pub shingles: Vec<u64>,
+}
+
+/// A new record with its verification set.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewRecord {
+    /// The record.
+    pub record: StoredRecord,
+    /// Sorted distinct shingle ids; empty for records too short for SimHash.
+    pub shingles: Vec<u32>,
+}
+
+/// Everything one step of the pipeline changes, applied atomically.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Batch {
+    /// Records to insert.
+    pub records: Vec<NewRecord>,
+    /// Records whose survivor changed: record `.0` now belongs to survivor `.1`.
+    pub survivor_updates: Vec<(u64, u64)>,
+    /// Merge-log entries to append.
+    pub merges: Vec<MergeLogEntry>,
+    /// Verification rejections to append.
+    pub rejections: Vec<Rejection>,
+    /// Hosts whose boilerplate was (re)learned.
+    pub boilerplate: Vec<(String, HostBoilerplate)>,
+    /// Records to erase with their shingles; merge-log rows about them go, and their id is
+    /// replaced by `<erased>` where another record's row names it.
+    pub erase: Vec<u64>,
+}
+
+impl Batch {
+    /// Whether the batch changes nothing.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+            && self.survivor_updates.is_empty()
+            && self.merges.is_empty()
+            && self.rejections.is_empty()
+            && self.boilerplate.is_empty()
+            && self.erase.is_empty()
+    }
+}
+
+/// The persistence interface of the pipeline. Implemented by [`SqliteStore`] (the embedded
+/// default) and [`MemoryStore`] (tests, throwaway runs).
+pub trait Store: Send {
+    /// The fingerprint profile the store was created with, if any record was ever stored.
+    ///
+    /// # Errors
+    /// Backend failures.
+    fn profile(&self) -> Result<Option<String>>;
+    /// Records the profile (once, when the store is new).
+    ///
+    /// # Errors
+    /// Backend failures.
+    fn set_profile(&mut self, profile: &str) -> Result<()>;
+    /// Calls `f` with every stored record, in handle order.
+    ///
+    /// # Errors
+    /// Backend failures.
+    fn load(&self, f: &mut dyn FnMut(StoredRecord)) -> Result<()>;
+    /// The verification set of a record.
+    ///
+    /// # Errors
+    /// Backend failures.
+    fn shingles(&self, handle: u64) -> Result<Option<Vec<u32>>>;
+    /// Every host's boilerplate.
+    ///
+    /// # Errors
+    /// Backend failures.
+    fn boilerplate(&self) -> Result<Vec<(String, HostBoilerplate)>>;
+    /// Calls `f` with each merge-log entry, oldest first.
+    ///
+    /// # Errors
+    /// Backend failures.
+    fn merges(&self, f: &mut dyn FnMut(MergeLogEntry)) -> Result<()>;
+    /// Applies `batch` atomically; durable once this returns.
+    ///
+    /// # Errors
+    /// Backend failures; then nothing of the batch was applied.
+    fn commit(&mut self, batch: &Batch) -> Result<()>;
+}

@@ -1,0 +1,379 @@
+//! The embedded default store: SQLite (bundled), in WAL mode with full synchronisation, so
+//! a batch is durable once `commit` returns and a crash leaves the last committed state.
+//! Users can read the merge log with `sqlite3 neardup.db 'select * from merges'`.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::{params, Connection, OptionalExtension, Transaction};
+
+use super::{Arrival, Batch, HostBoilerplate, MergeLogEntry, Store, StoredRecord};
+use crate::record::Timestamp;
+use crate::{Error, Result};
+
+/// Version of the schema below; a store of another version is refused with advice.
+const SCHEMA_VERSION: i64 = 1;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS records (
+    handle INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    fingerprint TEXT NOT NULL,
+    content_hash BLOB NOT NULL,
+    url TEXT,
+    host TEXT,
+    first_seen INTEGER NOT NULL,
+    retention_class TEXT,
+    survivor INTEGER NOT NULL,
+    arrival TEXT NOT NULL,
+    tokens INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS records_survivor ON records(survivor);
+CREATE INDEX IF NOT EXISTS records_retention ON records(retention_class, first_seen);
+CREATE TABLE IF NOT EXISTS shingles (handle INTEGER PRIMARY KEY, ids BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS merges (
+    seq INTEGER PRIMARY KEY,
+    kept TEXT NOT NULL,
+    merged TEXT NOT NULL,
+    merged_fingerprint TEXT NOT NULL,
+    rule TEXT NOT NULL,
+    distance INTEGER NOT NULL,
+    jaccard REAL NOT NULL,
+    matched TEXT NOT NULL,
+    source_urls TEXT NOT NULL,
+    at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS merges_merged ON merges(merged);
+CREATE TABLE IF NOT EXISTS rejections (
+    seq INTEGER PRIMARY KEY,
+    record TEXT NOT NULL,
+    candidate TEXT NOT NULL,
+    distance INTEGER NOT NULL,
+    jaccard REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS boilerplate (
+    host TEXT PRIMARY KEY,
+    pages INTEGER NOT NULL,
+    shingles BLOB NOT NULL
+);
+";
+
+/// The SQLite store.
+pub struct SqliteStore {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("path", &self.path)
+            .finish()
+    }
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the store at `path`.
+    ///
+    /// # Errors
+    /// [`Error::Store`] when the file is not a neardup store, is of another schema version,
+    /// or cannot be opened.
+    pub fn open(path: &Path) -> Result<SqliteStore> {
+        let err = |e: rusqlite::Error| Error::Store {
+            path: path.to_owned(),
+            reason: e.to_string(),
+        };
+        let conn = Connection::open(path).map_err(err)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(err)?;
+        // FULL: a committed transaction survives power loss, not only a process crash.
+        conn.pragma_update(None, "synchronous", "FULL")
+            .map_err(err)?;
+        conn.pragma_update(None, "foreign_keys", "ON")
+            .map_err(err)?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))
+            .map_err(err)?;
+        conn.execute_batch(SCHEMA).map_err(err)?;
+        let store = SqliteStore {
+            conn,
+            path: path.to_owned(),
+        };
+        match store.meta("schema_version")? {
+            None => store.set_meta("schema_version", &SCHEMA_VERSION.to_string())?,
+            Some(v) if v == SCHEMA_VERSION.to_string() => {}
+            Some(v) => {
+                return Err(Error::Store {
+                    path: path.to_owned(),
+                    reason: format!("schema version {v}, this neardup reads version {SCHEMA_VERSION}: use the neardup release that wrote it, or start a new store"),
+                })
+            }
+        }
+        Ok(store)
+    }
+
+    fn err(&self, e: rusqlite::Error) -> Error {
+        Error::Store {
+            path: self.path.clone(),
+            reason: e.to_string(),
+        }
+    }
+
+    fn meta(&self, key: &str) -> Result<Option<String>> {
+        self.conn
+            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+            .optional()
+            .map_err(|e| self.err(e))
+    }
+
+    fn set_meta(&self, key: &str, value: &str) -> Result<()> {
+        self.conn
+            .execute(
+                "INSERT INTO meta (key, value) VALUES (?1, ?2)
+                 ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                [key, value],
+            )
+            .map(drop)
+            .map_err(|e| self.err(e))
+    }
+
+    fn apply(tx: &Transaction<'_>, batch: &Batch) -> rusqlite::Result<()> {
+        {
+            let mut ins = tx.prepare_cached(
+                "INSERT INTO records (handle, id, fingerprint, content_hash, url, host, first_seen,
+                    retention_class, survivor, arrival, tokens)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            )?;
+            let mut sh = tx.prepare_cached("INSERT INTO shingles (handle, ids) VALUES (?1, ?2)")?;
+            for n in &batch.records {
+                let r = &n.record;
+                ins.execute(params![
+                    r.handle as i64,
+                    r.id,
+                    format!("{:032x}", r.fingerprint),
+                    r.content_hash.to_le_bytes().as_slice(),
+                    r.url,
+                    r.host,
+                    r.first_seen.0,
+                    r.retention_class,
+                    r.survivor as i64,
+                    r.arrival.as_str(),
+                    i64::from(r.tokens),
+                ])?;
+                if !n.shingles.is_empty() {
+                    sh.execute(params![r.handle as i64, ids_to_blob(&n.shingles)])?;
+                }
+            }
+        }
+        {
+            let mut up = tx.prepare_cached("UPDATE records SET survivor = ?2 WHERE handle = ?1")?;
+            for &(h, s) in &batch.survivor_updates {
+                up.execute(params![h as i64, s as i64])?;
+            }
+        }
+        {
+            let mut m = tx.prepare_cached(
+                "INSERT INTO merges (kept, merged, merged_fingerprint, rule, distance, jaccard,
+                    matched, source_urls, at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            )?;
+            for e in &batch.merges {
+                m.execute(params![
+                    e.kept,
+                    e.merged,
+                    e.merged_fingerprint,
+                    e.rule,
+                    e.distance,
+                    e.jaccard,
+                    e.matched,
+                    serde_json::to_string(&e.source_urls).expect("strings serialise"),
+                    e.at,
+                ])?;
+            }
+            let mut rj = tx.prepare_cached(
+                "INSERT INTO rejections (record, candidate, distance, jaccard)
+                 VALUES (?1, ?2, ?3, ?4)",
+            )?;
+            for r in &batch.rejections {
+                rj.execute(params![r.record, r.candidate, r.distance, r.jaccard])?;
+            }
+        }
+        {
+            let mut bp = tx.prepare_cached(
+                "INSERT INTO boilerplate (host, pages, shingles) VALUES (?1, ?2, ?3)
+                 ON CONFLICT(host) DO UPDATE SET pages = excluded.pages, shingles = excluded.shingles",
+            )?;
+            for (host, b) in &batch.boilerplate {
+                let blob: Vec<u8> = b.shingles.iter().flat_map(|h| h.to_le_bytes()).collect();
+                bp.execute(params![host, b.pages as i64, blob])?;
+            }
+        }
+        for &h in &batch.erase {
+            let id: Option<String> = tx
+                .query_row(
+                    "SELECT id FROM records WHERE handle = ?1",
+                    [h as i64],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            let Some(id) = id else { continue };
+            tx.execute("DELETE FROM shingles WHERE handle = ?1", [h as i64])?;
+            tx.execute("DELETE FROM records WHERE handle = ?1", [h as i64])?;
+            tx.execute("DELETE FROM merges WHERE merged = ?1", [&id])?;
+            tx.execute("UPDATE merges SET kept = '<erased>' WHERE kept = ?1", [&id])?;
+            tx.execute(
+                "UPDATE merges SET matched = '<erased>' WHERE matched = ?1",
+                [&id],
+            )?;
+            tx.execute(
+                "DELETE FROM rejections WHERE record = ?1 OR candidate = ?1",
+                [&id],
+            )?;
+        }
+        Ok(())
+    }
+}
+
+fn ids_to_blob(ids: &[u32]) -> Vec<u8> {
+    ids.iter().flat_map(|i| i.to_le_bytes()).collect()
+}
+
+fn blob_to_ids(blob: &[u8]) -> Vec<u32> {
+    blob.chunks_exact(4)
+        .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
+        .collect()
+}
+
+impl Store for SqliteStore {
+    fn profile(&self) -> Result<Option<String>> {
+        self.meta("profile")
+    }
+
+    fn set_profile(&mut self, profile: &str) -> Result<()> {
+        self.set_meta("profile", profile)
+    }
+
+    fn load(&self, f: &mut dyn FnMut(StoredRecord)) -> Result<()> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT handle, id, fingerprint, content_hash, url, host, first_seen,
+                    retention_class, survivor, arrival, tokens
+                 FROM records ORDER BY handle",
+            )
+            .map_err(|e| self.err(e))?;
+        let mut rows = stmt.query([]).map_err(|e| self.err(e))?;
+        while let Some(row) = rows.next().map_err(|e| self.err(e))? {
+            let record = (|| -> rusqlite::Result<StoredRecord> {
+                let fp: String = row.get(2)?;
+                let ch: Vec<u8> = row.get(3)?;
+                let arrival: String = row.get(9)?;
+                let bad = |what: &str| {
+                    rusqlite::Error::InvalidColumnType(
+                        0,
+                        what.to_owned(),
+                        rusqlite::types::Type::Text,
+                    )
+                };
+                Ok(StoredRecord {
+                    handle: row.get::<_, i64>(0)? as u64,
+                    id: row.get(1)?,
+                    fingerprint: u128::from_str_radix(&fp, 16).map_err(|_| bad("fingerprint"))?,
+                    content_hash: u128::from_le_bytes(
+                        ch.as_slice().try_into().map_err(|_| bad("content_hash"))?,
+                    ),
+                    url: row.get(4)?,
+                    host: row.get(5)?,
+                    first_seen: Timestamp(row.get(6)?),
+                    retention_class: row.get(7)?,
+                    survivor: row.get::<_, i64>(8)? as u64,
+                    arrival: Arrival::parse(&arrival).ok_or_else(|| bad("arrival"))?,
+                    tokens: row.get::<_, i64>(10)? as u32,
+                })
+            })()
+            .map_err(|e| self.err(e))?;
+            f(record);
+        }
+        Ok(())
+    }
+
+    fn shingles(&self, handle: u64) -> Result<Option<Vec<u32>>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT ids FROM shingles WHERE handle = ?1")
+            .map_err(|e| self.err(e))?;
+        stmt.query_row([handle as i64], |r| {
+            let blob: Vec<u8> = r.get(0)?;
+            Ok(blob_to_ids(&blob))
+        })
+        .optional()
+        .map_err(|e| self.err(e))
+    }
+
+    fn boilerplate(&self) -> Result<Vec<(String, HostBoilerplate)>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT host, pages, shingles FROM boilerplate ORDER BY host")
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                let blob: Vec<u8> = r.get(2)?;
+                Ok((
+                    r.get::<_, String>(0)?,
+                    HostBoilerplate {
+                        pages: r.get::<_, i64>(1)? as u64,
+                        shingles: blob
+                            .chunks_exact(8)
+                            .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+                            .collect(),
+                    },
+                ))
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(|e| self.err(e))
+    }
+
+    fn merges(&self, f: &mut dyn FnMut(MergeLogEntry)) -> Result<()> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT kept, merged, merged_fingerprint, rule, distance, jaccard, matched,
+                    source_urls, at FROM merges ORDER BY seq",
+            )
+            .map_err(|e| self.err(e))?;
+        let mut rows = stmt.query([]).map_err(|e| self.err(e))?;
+        while let Some(row) = rows.next().map_err(|e| self.err(e))? {
+            let entry = (|| -> rusqlite::Result<MergeLogEntry> {
+                let urls: String = row.get(7)?;
+                Ok(MergeLogEntry {
+                    kept: row.get(0)?,
+                    merged: row.get(1)?,
+                    merged_fingerprint: row.get(2)?,
+                    rule: row.get(3)?,
+                    distance: row.get(4)?,
+                    jaccard: row.get(5)?,
+                    matched: row.get(6)?,
+                    source_urls: serde_json::from_str(&urls).unwrap_or_default(),
+                    at: row.get(8)?,
+                })
+            })()
+            .map_err(|e| self.err(e))?;
+            f(entry);
+        }
+        Ok(())
+    }
+
+    fn commit(&mut self, batch: &Batch) -> Result<()> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let path = self.path.clone();
+        let err = |e: rusqlite::Error| Error::Store {
+            path: path.clone(),
+            reason: e.to_string(),
+        };
+        let tx = self.conn.transaction().map_err(err)?;
+        Self::apply(&tx, batch).map_err(err)?;
+        tx.commit().map_err(err)
+    }
+}

@@ -1,0 +1,191 @@
+//! Store conformance: one generic function per behaviour, run for every backend.
+
+use super::*;
+use crate::record::Timestamp;
+
+fn record(handle: u64, id: &str, survivor: u64) -> NewRecord {
+    NewRecord {
+        record: StoredRecord {
+            handle,
+            id: id.to_owned(),
+            fingerprint: 0xdead_beef_0000_0000_0000_0000_0000_0001 + u128::from(handle),
+            content_hash: u128::from(handle) << 64 | 7,
+            url: Some(format!("https://example.org/{id}")),
+            host: Some("example.org".into()),
+            first_seen: Timestamp(1_700_000_000_000 + handle as i64),
+            retention_class: Some("30d".into()),
+            survivor,
+            arrival: if handle == survivor {
+                Arrival::New
+            } else {
+                Arrival::Near
+            },
+            tokens: 123,
+        },
+        shingles: vec![1, 5, 9, handle as u32 + 100],
+    }
+}
+
+fn merge(kept: &str, merged: &str) -> MergeLogEntry {
+    MergeLogEntry {
+        kept: kept.into(),
+        merged: merged.into(),
+        merged_fingerprint: "00ff".into(),
+        rule: "simhash+jaccard".into(),
+        distance: 7,
+        jaccard: 0.875,
+        matched: kept.into(),
+        source_urls: vec!["https://a".into(), "https://b".into()],
+        at: "2026-11-30T00:00:00Z".into(),
+    }
+}
+
+fn loaded(store: &dyn Store) -> Vec<StoredRecord> {
+    let mut v = Vec::new();
+    store.load(&mut |r| v.push(r)).unwrap();
+    v
+}
+
+fn merges(store: &dyn Store) -> Vec<MergeLogEntry> {
+    let mut v = Vec::new();
+    store.merges(&mut |m| v.push(m)).unwrap();
+    v
+}
+
+fn commit_then_load_round_trips(store: &mut dyn Store) {
+    assert_eq!(store.profile().unwrap(), None);
+    store.set_profile("neardup/1/xxh3/w4/b64/tf").unwrap();
+    assert_eq!(
+        store.profile().unwrap().as_deref(),
+        Some("neardup/1/xxh3/w4/b64/tf")
+    );
+    let batch = Batch {
+        records: vec![record(1, "a", 1), record(2, "b", 1)],
+        merges: vec![merge("a", "b")],
+        rejections: vec![Rejection {
+            record: "b".into(),
+            candidate: "x".into(),
+            distance: 9,
+            jaccard: 0.2,
+        }],
+        ..Batch::default()
+    };
+    store.commit(&batch).unwrap();
+    let got = loaded(store);
+    assert_eq!(
+        got,
+        vec![record(1, "a", 1).record, record(2, "b", 1).record]
+    );
+    assert_eq!(store.shingles(2).unwrap(), Some(vec![1, 5, 9, 102]));
+    assert_eq!(store.shingles(99).unwrap(), None);
+    assert_eq!(merges(store), vec![merge("a", "b")]);
+}
+
+fn survivor_updates_and_boilerplate_upserts(store: &mut dyn Store) {
+    store
+        .commit(&Batch {
+            records: vec![record(1, "a", 1), record(2, "b", 1)],
+            ..Batch::default()
+        })
+        .unwrap();
+    store
+        .commit(&Batch {
+            survivor_updates: vec![(1, 2), (2, 2)],
+            boilerplate: vec![(
+                "h".into(),
+                HostBoilerplate {
+                    pages: 20,
+                    shingles: vec![3, 4],
+                },
+            )],
+            ..Batch::default()
+        })
+        .unwrap();
+    assert!(loaded(store).iter().all(|r| r.survivor == 2));
+    store
+        .commit(&Batch {
+            boilerplate: vec![(
+                "h".into(),
+                HostBoilerplate {
+                    pages: 40,
+                    shingles: vec![4, 5],
+                },
+            )],
+            ..Batch::default()
+        })
+        .unwrap();
+    assert_eq!(
+        store.boilerplate().unwrap(),
+        vec![(
+            "h".to_owned(),
+            HostBoilerplate {
+                pages: 40,
+                shingles: vec![4, 5]
+            }
+        )]
+    );
+}
+
+fn erase_removes_record_shingles_and_its_merge_rows(store: &mut dyn Store) {
+    store
+        .commit(&Batch {
+            records: vec![record(1, "a", 1), record(2, "b", 1), record(3, "c", 1)],
+            merges: vec![merge("a", "b"), merge("a", "c")],
+            ..Batch::default()
+        })
+        .unwrap();
+    store
+        .commit(&Batch {
+            erase: vec![1, 3],
+            survivor_updates: vec![(2, 2)],
+            ..Batch::default()
+        })
+        .unwrap();
+    let got = loaded(store);
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].id, "b");
+    assert_eq!(store.shingles(1).unwrap(), None);
+    let log = merges(store);
+    assert_eq!(log.len(), 1, "the row merging the erased c is gone");
+    assert_eq!(log[0].kept, "<erased>");
+    assert_eq!(log[0].merged, "b");
+}
+
+macro_rules! conformance {
+    ($($name:ident),*) => {
+        mod memory {
+            $(#[test] fn $name() { super::$name(&mut crate::store::MemoryStore::new()); })*
+        }
+        mod sqlite {
+            $(#[test] fn $name() {
+                let dir = std::env::temp_dir().join(format!("neardup-store-{}-{}", std::process::id(), stringify!($name)));
+                std::fs::create_dir_all(&dir).unwrap();
+                let path = dir.join("s.db");
+                let _ = std::fs::remove_file(&path);
+                super::$name(&mut crate::store::SqliteStore::open(&path).unwrap());
+                std::fs::remove_dir_all(&dir).ok();
+            })*
+        }
+    };
+}
+
+conformance!(
+    commit_then_load_round_trips,
+    survivor_updates_and_boilerplate_upserts,
+    erase_removes_record_shingles_and_its_merge_rows
+);
+
+#[test]
+fn sqlite_refuses_a_file_that_is_not_a_store() {
+    let dir = std::env::temp_dir().join(format!("neardup-store-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("not.db");
+    std::fs::write(
+        &path,
+        "this is not a database, just some text that is long enough",
+    )
+    .unwrap();
+    let err = crate::store::SqliteStore::open(&path).unwrap_err();
+    assert!(err.to_string().contains("not.db"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
