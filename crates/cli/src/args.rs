@@ -26,13 +26,24 @@ pub enum Command {
     Fingerprint(crate::cmd::fingerprint::FingerprintArgs),
     /// Build an IDF table (shingle document frequencies) from a corpus, for --weighting idf.
     Idf(crate::cmd::idf::IdfArgs),
+    /// Deduplicate records against each other and everything in the store (the main job).
+    ///
+    /// Reads JSONL (plain, .gz, .zst), plain-text files (--lines) or directories of .txt and
+    /// .html files. Exact duplicates are caught first by a content hash; records of at least
+    /// --min-words words then get SimHash candidates within --max-distance bits, verified by
+    /// the exact Jaccard similarity of their shingles (--min-jaccard). Writes kept.jsonl,
+    /// clusters.jsonl, merges.jsonl, rejects.jsonl and report.json to --out, and keeps
+    /// everything in --store so the next run deduplicates against it.
+    Dedup(crate::cmd::dedup::DedupArgs),
 }
 
 /// Where documents come from and how they are laid out.
 #[derive(Debug, Args, Clone)]
 pub struct InputArgs {
-    /// Input files; `-` or none reads standard input.
-    #[arg(value_name = "FILE")]
+    /// Input files or directories; `-` or none reads standard input. Files ending in .gz or
+    /// .zst are decompressed; a directory contributes every .txt, .html and .htm file below
+    /// it, one document per file, named by its path.
+    #[arg(value_name = "PATH")]
     pub files: Vec<PathBuf>,
     /// One document per line instead of one per file.
     #[arg(long, conflicts_with = "jsonl")]
@@ -48,9 +59,47 @@ pub struct InputArgs {
     /// `body_text` and `text`, whichever are present).
     #[arg(long = "text-field", value_name = "NAME", requires = "jsonl")]
     pub text_fields: Vec<String>,
-    /// Weight of a JSONL field's shingles, as NAME=N (N >= 1), e.g. `--field-weight title=3`.
+    /// JSONL field holding raw HTML, repeatable: its visible text is extracted with an HTML
+    /// parser (script, style, nav, header, footer and aside dropped; <main>/<article>
+    /// preferred) and used as content after the text fields. Markup is never fingerprinted.
+    #[arg(long = "html-field", value_name = "NAME", requires = "jsonl")]
+    pub html_fields: Vec<String>,
+    /// JSONL field holding the source URL.
+    #[arg(long, value_name = "NAME", default_value = "url", requires = "jsonl")]
+    pub url_field: String,
+    /// JSONL field holding the host (default: derived from the URL).
+    #[arg(long, value_name = "NAME", default_value = "host", requires = "jsonl")]
+    pub host_field: String,
+    /// JSONL field holding the first-seen time, RFC 3339 (records without it are stamped
+    /// with the time they are processed).
+    #[arg(
+        long,
+        value_name = "NAME",
+        default_value = "first_seen",
+        requires = "jsonl"
+    )]
+    pub time_field: String,
+    /// JSONL field holding the retention class the fingerprint inherits.
+    #[arg(
+        long,
+        value_name = "NAME",
+        default_value = "retention_class",
+        requires = "jsonl"
+    )]
+    pub class_field: String,
+    /// Weight of a field's shingles, as NAME=N (N >= 1), e.g. `--field-weight title=3`.
     #[arg(long = "field-weight", value_name = "NAME=N", value_parser = parse_field_weight)]
     pub field_weights: Vec<(String, u32)>,
+}
+
+impl InputArgs {
+    /// The weight of a field's shingles.
+    pub fn weight_of(&self, field: &str) -> u32 {
+        self.field_weights
+            .iter()
+            .find(|(n, _)| n == field)
+            .map_or(1, |(_, w)| *w)
+    }
 }
 
 fn parse_field_weight(s: &str) -> Result<(String, u32), String> {
@@ -93,6 +142,34 @@ fn parse_bits(s: &str) -> Result<u32, String> {
         "64" => Ok(64),
         "128" => Ok(128),
         _ => Err(format!("fingerprints have 64 or 128 bits, not {s:?}")),
+    }
+}
+
+/// Thresholds of the near-duplicate rule.
+#[derive(Debug, Args, Clone)]
+pub struct RuleArgs {
+    /// SimHash candidates are stored records within this many bits (of 64). The default is
+    /// measured: pairs with Jaccard >= 0.8 sit up to 9..14 bits apart on real pages.
+    #[arg(long, value_name = "BITS", default_value_t = neardup::pipeline::DEFAULT_MAX_DISTANCE)]
+    pub max_distance: u32,
+    /// A candidate is a near-duplicate when the Jaccard similarity of the shingle sets is at
+    /// least this.
+    #[arg(long, value_name = "J", default_value_t = neardup::pipeline::DEFAULT_MIN_JACCARD)]
+    pub min_jaccard: f64,
+    /// Records with fewer words get only the exact tier (SimHash of short text is unstable).
+    #[arg(long, value_name = "WORDS", default_value_t = neardup::pipeline::DEFAULT_MIN_WORDS)]
+    pub min_words: usize,
+}
+
+impl RuleArgs {
+    /// The library rule.
+    pub fn rule(&self) -> neardup::Rule {
+        neardup::Rule {
+            max_distance: self.max_distance,
+            min_jaccard: self.min_jaccard,
+            min_words: self.min_words,
+            ..neardup::Rule::default()
+        }
     }
 }
 

@@ -1,14 +1,16 @@
-//! Input readers: files of plain text (a document per file or per line) and JSON Lines.
+//! Input readers: plain-text files (a document per file or per line), JSON Lines (plain,
+//! .gz or .zst) and directories of .txt/.html files.
 //!
-//! Readers stream: a record is handed on as soon as its line is read, and a line that cannot
-//! be used becomes a [`Reject`] naming the file, the line and the reason, never an abort.
+//! Readers stream: a record is handed on as soon as its line is read, and anything that
+//! cannot be used becomes a [`Reject`] naming the file, the line and the reason, never an
+//! abort.
 
 use std::fmt;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::args::InputArgs;
 
@@ -41,8 +43,18 @@ pub struct Record {
     pub origin: Origin,
     /// Its id: the id field, else the line number, else the file name.
     pub id: String,
-    /// Its text fields, in order, as (name, text).
+    /// Its content fields, in order, as (name, text); HTML already reduced to text.
     pub fields: Vec<(String, String)>,
+    /// Source URL.
+    pub url: Option<String>,
+    /// Host.
+    pub host: Option<String>,
+    /// First-seen time as written (RFC 3339 expected).
+    pub first_seen: Option<String>,
+    /// Retention class.
+    pub retention_class: Option<String>,
+    /// The JSON object it was read from (JSONL only), for outputs that extend it.
+    pub object: Option<Map<String, Value>>,
 }
 
 /// An input that could not be used, and why.
@@ -60,48 +72,167 @@ impl fmt::Display for Reject {
     }
 }
 
-/// Reads every input named by `args`, calling `f` with each record or reject in order.
+/// Calls `f` with every record or reject of the inputs, in order.
 ///
 /// # Errors
-/// Only what `f` returns, or a failure to read standard input: unreadable files and bad
-/// lines are rejects.
+/// Only what `f` returns: unreadable files and bad lines are rejects.
 pub fn for_each(
     args: &InputArgs,
     mut f: impl FnMut(Result<Record, Reject>) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
     let stdin = [PathBuf::from("-")];
-    let files: &[PathBuf] = if args.files.is_empty() {
+    let paths: &[PathBuf] = if args.files.is_empty() {
         &stdin
     } else {
         &args.files
     };
-    for path in files {
-        let name = if path == Path::new("-") {
-            "<stdin>".to_owned()
+    for path in paths {
+        if path.is_dir() {
+            read_directory(path, &mut f)?;
         } else {
-            path.display().to_string()
-        };
-        let reader: Box<dyn BufRead> = if path == Path::new("-") {
-            Box::new(BufReader::new(io::stdin().lock()))
-        } else {
-            match File::open(path) {
-                Ok(file) => Box::new(BufReader::with_capacity(1 << 16, file)),
-                Err(e) => {
-                    f(Err(Reject {
-                        origin: Origin {
-                            file: name,
-                            line: None,
-                        },
-                        reason: format!("cannot open: {e}"),
-                    }))?;
-                    continue;
-                }
+            read_path(path, args, &mut f)?;
+        }
+    }
+    Ok(())
+}
+
+/// Total bytes of the named regular files (for a progress bar); `None` with stdin.
+pub fn total_bytes(args: &InputArgs) -> Option<u64> {
+    if args.files.is_empty() || args.files.iter().any(|p| p == Path::new("-")) {
+        return None;
+    }
+    let mut total = 0;
+    let mut stack: Vec<PathBuf> = args.files.clone();
+    while let Some(p) = stack.pop() {
+        if p.is_dir() {
+            if let Ok(rd) = std::fs::read_dir(&p) {
+                stack.extend(rd.filter_map(|e| e.ok()).map(|e| e.path()));
+            }
+        } else if let Ok(m) = std::fs::metadata(&p) {
+            total += m.len();
+        }
+    }
+    Some(total)
+}
+
+fn reject_file(
+    name: &str,
+    reason: String,
+    f: &mut impl FnMut(Result<Record, Reject>) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    f(Err(Reject {
+        origin: Origin {
+            file: name.to_owned(),
+            line: None,
+        },
+        reason,
+    }))
+}
+
+fn open(path: &Path) -> Result<Box<dyn BufRead>, String> {
+    if path == Path::new("-") {
+        return Ok(Box::new(BufReader::new(io::stdin())));
+    }
+    let file = File::open(path).map_err(|e| format!("cannot open: {e}"))?;
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    Ok(match ext.as_str() {
+        "gz" => Box::new(BufReader::with_capacity(
+            1 << 16,
+            flate2::read::MultiGzDecoder::new(file),
+        )),
+        "zst" => Box::new(BufReader::with_capacity(
+            1 << 16,
+            zstd::stream::read::Decoder::new(file).map_err(|e| format!("cannot open: {e}"))?,
+        )),
+        "bz2" | "xz" | "lz4" | "lzma" | "br" | "z" | "zip" | "7z" => {
+            return Err(format!(
+                "unknown compression .{ext}: use plain, .gz or .zst input"
+            ))
+        }
+        _ => Box::new(BufReader::with_capacity(1 << 16, file)),
+    })
+}
+
+fn read_path(
+    path: &Path,
+    args: &InputArgs,
+    f: &mut impl FnMut(Result<Record, Reject>) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let name = if path == Path::new("-") {
+        "<stdin>".to_owned()
+    } else {
+        path.display().to_string()
+    };
+    let reader = match open(path) {
+        Ok(r) => r,
+        Err(reason) => return reject_file(&name, reason, f),
+    };
+    if args.jsonl || args.lines {
+        read_lines(reader, &name, args, f)
+    } else {
+        let html = is_html(path);
+        read_document(reader, name.clone(), name, html, f)
+    }
+}
+
+fn is_html(path: &Path) -> bool {
+    matches!(
+        path.extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase)
+            .as_deref(),
+        Some("html" | "htm")
+    )
+}
+
+fn read_directory(
+    dir: &Path,
+    f: &mut impl FnMut(Result<Record, Reject>) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        let entries = match std::fs::read_dir(&d) {
+            Ok(e) => e,
+            Err(e) => {
+                reject_file(
+                    &d.display().to_string(),
+                    format!("cannot read directory: {e}"),
+                    f,
+                )?;
+                continue;
             }
         };
-        if args.jsonl || args.lines {
-            read_lines(reader, &name, args, &mut f)?;
-        } else {
-            read_document(reader, name, &mut f)?;
+        for e in entries.filter_map(|e| e.ok()) {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if matches!(
+                p.extension()
+                    .and_then(|e| e.to_str())
+                    .map(str::to_ascii_lowercase)
+                    .as_deref(),
+                Some("txt" | "html" | "htm")
+            ) {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    for p in files {
+        let name = p.display().to_string();
+        let id = p
+            .strip_prefix(dir)
+            .unwrap_or(&p)
+            .to_string_lossy()
+            .into_owned();
+        match open(&p) {
+            Ok(reader) => read_document(reader, name, id, is_html(&p), f)?,
+            Err(reason) => reject_file(&name, reason, f)?,
         }
     }
     Ok(())
@@ -110,10 +241,12 @@ pub fn for_each(
 fn read_document(
     mut reader: Box<dyn BufRead>,
     name: String,
+    id: String,
+    html: bool,
     f: &mut impl FnMut(Result<Record, Reject>) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
     let origin = Origin {
-        file: name.clone(),
+        file: name,
         line: None,
     };
     let mut bytes = Vec::new();
@@ -124,11 +257,23 @@ fn read_document(
         }));
     }
     match String::from_utf8(bytes) {
-        Ok(text) => f(Ok(Record {
-            origin,
-            id: name,
-            fields: vec![("text".to_owned(), text)],
-        })),
+        Ok(text) => {
+            let (field, text) = if html {
+                ("html", neardup::text::html_to_text(&text))
+            } else {
+                ("text", text)
+            };
+            f(Ok(Record {
+                origin,
+                id,
+                fields: vec![(field.to_owned(), text)],
+                url: None,
+                host: None,
+                first_seen: None,
+                retention_class: None,
+                object: None,
+            }))
+        }
         Err(e) => f(Err(Reject {
             origin,
             reason: invalid_utf8(e.utf8_error()),
@@ -188,9 +333,30 @@ fn read_lines(
                 origin: origin(line_no),
                 id: line_no.to_string(),
                 fields: vec![("text".to_owned(), line.to_owned())],
+                url: None,
+                host: None,
+                first_seen: None,
+                retention_class: None,
+                object: None,
             })
         };
         f(result)?;
+    }
+}
+
+fn optional_string(
+    obj: &Map<String, Value>,
+    field: &str,
+    reject: &dyn Fn(String) -> Reject,
+) -> Result<Option<String>, Reject> {
+    match obj.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(reject(format!(
+            "field {field:?} must be a string, not {}",
+            kind(other)
+        ))),
     }
 }
 
@@ -206,7 +372,7 @@ fn parse_json_record(line: &str, origin: Origin, args: &InputArgs) -> Result<Rec
     };
     let id = match obj.get(&args.id_field) {
         None | Some(Value::Null) => origin.line.map_or_else(String::new, |l| l.to_string()),
-        Some(Value::String(s)) if !s.is_empty() => s.clone(),
+        Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
         Some(Value::Number(n)) => n.to_string(),
         Some(other) => {
             return Err(reject(format!(
@@ -223,28 +389,36 @@ fn parse_json_record(line: &str, origin: Origin, args: &InputArgs) -> Result<Rec
     };
     let mut fields = Vec::new();
     for name in &named {
-        match obj.get(*name) {
-            None | Some(Value::Null) => {}
-            Some(Value::String(s)) => fields.push(((*name).to_owned(), s.clone())),
-            Some(other) => {
-                return Err(reject(format!(
-                    "field {name:?} must be a string, not {}",
-                    kind(other)
-                )))
-            }
+        if let Some(text) = optional_string(&obj, name, &reject)? {
+            fields.push(((*name).to_owned(), text));
+        }
+    }
+    for name in &args.html_fields {
+        if let Some(html) = optional_string(&obj, name, &reject)? {
+            fields.push((name.clone(), neardup::text::html_to_text(&html)));
         }
     }
     if fields.is_empty() {
+        let all: Vec<String> = named
+            .iter()
+            .map(|n| format!("{n:?}"))
+            .chain(args.html_fields.iter().map(|n| format!("{n:?}")))
+            .collect();
         return Err(reject(format!(
             "missing text: none of the fields {} is present",
-            named
-                .iter()
-                .map(|n| format!("{n:?}"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            all.join(", ")
         )));
     }
-    Ok(Record { origin, id, fields })
+    Ok(Record {
+        id,
+        fields,
+        url: optional_string(&obj, &args.url_field, &reject)?,
+        host: optional_string(&obj, &args.host_field, &reject)?,
+        first_seen: optional_string(&obj, &args.time_field, &reject)?,
+        retention_class: optional_string(&obj, &args.class_field, &reject)?,
+        object: Some(obj),
+        origin,
+    })
 }
 
 fn kind(v: &Value) -> &'static str {

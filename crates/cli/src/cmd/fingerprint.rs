@@ -87,14 +87,7 @@ pub fn fingerprint_record(
         let fields: Vec<Field<'_>> = record
             .fields
             .iter()
-            .map(|(name, text)| {
-                let weight = input
-                    .field_weights
-                    .iter()
-                    .find(|(n, _)| n == name)
-                    .map_or(1, |(_, w)| *w);
-                Field::weighted(text, weight)
-            })
+            .map(|(name, text)| Field::weighted(text, input.weight_of(name)))
             .collect();
         hasher.fingerprint_fields(&fields)
     };

@@ -1,5 +1,6 @@
 //! One module per subcommand, each with its arguments and a `run`.
 
+pub mod dedup;
 pub mod fingerprint;
 pub mod idf;
 
@@ -7,15 +8,36 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{bail, Context};
-use neardup::{FingerprintBits, HashAlgo, IdfTable, SimHasher, Weighting};
+use std::path::Path;
 
-use crate::args::{Cli, Command, ProfileArgs, ProfileName, WeightingName};
+use neardup::{
+    Deduper, FingerprintBits, HashAlgo, IdfTable, SimHasher, SqliteStore, Store, Weighting,
+};
+
+use crate::args::{Cli, Command, ProfileArgs, ProfileName, RuleArgs, WeightingName};
+
+/// Opens the store named on the command line and the pipeline over it.
+pub fn open_deduper(
+    store: &Path,
+    profile: &ProfileArgs,
+    rule: &RuleArgs,
+    expected_records: u64,
+) -> anyhow::Result<Deduper<Box<dyn Store>>> {
+    let backend: Box<dyn Store> = Box::new(SqliteStore::open(store)?);
+    let deduper = Deduper::builder()
+        .hasher(hasher(profile)?)
+        .rule(rule.rule())
+        .expected_records(expected_records)
+        .open(backend)?;
+    Ok(deduper)
+}
 
 /// Runs the chosen subcommand.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Fingerprint(args) => fingerprint::run(&args),
         Command::Idf(args) => idf::run(&args),
+        Command::Dedup(args) => dedup::run(&args),
     }
 }
 

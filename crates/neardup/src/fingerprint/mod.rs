@@ -169,6 +169,7 @@ pub struct Scratch {
     bytes: Vec<u8>,
     strs: Vec<(usize, usize)>,
     removed: usize,
+    voted: usize,
 }
 
 /// What the pipeline needs of one record: fingerprint, shingle set, content hash, size.
@@ -185,6 +186,8 @@ pub struct Analysis {
     pub token_count: usize,
     /// Number of shingle occurrences removed as boilerplate.
     pub boilerplate_removed: usize,
+    /// Number of shingle occurrences that voted (after boilerplate removal).
+    pub shingle_count: usize,
 }
 
 /// Makes fingerprints; see [`SimHasher::builder`].
@@ -372,6 +375,7 @@ impl SimHasher {
             content_hash,
             token_count,
             boilerplate_removed: scratch.removed,
+            shingle_count: scratch.voted,
         })
     }
 
@@ -564,6 +568,7 @@ impl SimHasher {
             }
         }
         scratch.removed = removed;
+        scratch.voted = total;
         if total == 0 {
             return Err(Error::EmptyFeatureBag { record: None });
         }

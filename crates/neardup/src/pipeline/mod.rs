@@ -48,6 +48,8 @@ struct HostState {
 
 /// One record after analysis, before the decision.
 struct Prepared {
+    shingle_count: usize,
+    boilerplate_removed: usize,
     fingerprint: u128,
     content_hash: u128,
     shingles: Vec<u32>,
@@ -65,6 +67,10 @@ pub struct Outcome {
     pub fingerprint: Option<String>,
     /// Merge-log entries this record caused (its own merge, or the displaced survivor's).
     pub merges: Vec<MergeLogEntry>,
+    /// Shingle occurrences fingerprinted (after boilerplate removal).
+    pub shingles: usize,
+    /// Shingle occurrences removed as its host's boilerplate.
+    pub boilerplate_removed: usize,
 }
 
 /// Per-cluster view for outputs.
@@ -452,6 +458,8 @@ impl<S: Store> Deduper<S> {
                     decision: Decision::Rejected { reason },
                     fingerprint: None,
                     merges: Vec::new(),
+                    shingles: 0,
+                    boilerplate_removed: 0,
                 },
                 Ok(p) => self.decide(record, p, now, &mut batch)?,
             };
@@ -513,6 +521,7 @@ impl<S: Store> Deduper<S> {
         batch: &mut Batch,
     ) -> Result<Outcome> {
         let fingerprint = self.fingerprint_hex(p.fingerprint);
+        let (shingles, boilerplate_removed) = (p.shingle_count, p.boilerplate_removed);
         if let Some(&h) = self.by_id.get(record.id.as_str()) {
             let meta = &self.meta[&h];
             let decision = if meta.content_hash == p.content_hash {
@@ -532,6 +541,8 @@ impl<S: Store> Deduper<S> {
                 decision,
                 fingerprint: Some(fingerprint),
                 merges: Vec::new(),
+                shingles,
+                boilerplate_removed,
             });
         }
         let first_seen = record.first_seen.unwrap_or(now);
@@ -607,6 +618,8 @@ impl<S: Store> Deduper<S> {
                 },
                 fingerprint: Some(fingerprint),
                 merges: Vec::new(),
+                shingles,
+                boilerplate_removed,
             });
         };
         let matched_id = self.meta[&matched_handle].id.to_string();
@@ -650,6 +663,8 @@ impl<S: Store> Deduper<S> {
                 },
                 fingerprint: Some(fingerprint),
                 merges: vec![entry],
+                shingles,
+                boilerplate_removed,
             });
         }
         // `remember` already added the record to its survivor's members.
@@ -676,6 +691,8 @@ impl<S: Store> Deduper<S> {
             },
             fingerprint: Some(fingerprint),
             merges: vec![entry],
+            shingles,
+            boilerplate_removed,
         })
     }
 
@@ -844,6 +861,8 @@ fn prepare(
         Err(e) => return Err(e.to_string()),
     };
     Ok(Prepared {
+        shingle_count: analysis.shingle_count,
+        boilerplate_removed: analysis.boilerplate_removed,
         fingerprint: analysis.fingerprint.value(),
         content_hash: analysis.content_hash.0,
         shingles: shingle_ids(&analysis.shingles),

@@ -169,6 +169,30 @@ impl Batch {
     }
 }
 
+impl<T: Store + ?Sized> Store for Box<T> {
+    fn profile(&self) -> Result<Option<String>> {
+        (**self).profile()
+    }
+    fn set_profile(&mut self, profile: &str) -> Result<()> {
+        (**self).set_profile(profile)
+    }
+    fn load(&self, f: &mut dyn FnMut(StoredRecord)) -> Result<()> {
+        (**self).load(f)
+    }
+    fn shingles(&self, handle: u64) -> Result<Option<Vec<u32>>> {
+        (**self).shingles(handle)
+    }
+    fn boilerplate(&self) -> Result<Vec<(String, HostBoilerplate)>> {
+        (**self).boilerplate()
+    }
+    fn merges(&self, f: &mut dyn FnMut(MergeLogEntry)) -> Result<()> {
+        (**self).merges(f)
+    }
+    fn commit(&mut self, batch: &Batch) -> Result<()> {
+        (**self).commit(batch)
+    }
+}
+
 /// The persistence interface of the pipeline. Implemented by [`SqliteStore`] (the embedded
 /// default) and [`MemoryStore`] (tests, throwaway runs).
 pub trait Store: Send {

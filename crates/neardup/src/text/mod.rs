@@ -1,10 +1,12 @@
 //! Text analysis: normalisation, tokenisation, shingling and boilerplate exclusion.
 
 pub(crate) mod boilerplate;
+mod html;
 pub(crate) mod normalize;
 pub(crate) mod shingle;
 pub(crate) mod tokenize;
 
 pub use boilerplate::{Boilerplate, BoilerplateLearner};
+pub use html::html_to_text;
 pub use normalize::normalize;
 pub use tokenize::{tokens, TokenRule};

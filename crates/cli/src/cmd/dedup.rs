@@ -1,0 +1,563 @@
+//! `neardup dedup`: the main job.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use neardup::pipeline::MergeRule;
+use neardup::store::MergeLogEntry;
+use neardup::text::BoilerplateLearner;
+use neardup::{Decision, Deduper, Record, Store, TextField, Timestamp};
+use rayon::prelude::*;
+use serde_json::{json, Map, Value};
+
+use crate::args::{InputArgs, ProfileArgs, RuleArgs};
+use crate::input::{self, Reject};
+
+/// Arguments of `neardup dedup`.
+#[derive(Debug, Args)]
+pub struct DedupArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+    #[command(flatten)]
+    pub profile: ProfileArgs,
+    #[command(flatten)]
+    pub rule: RuleArgs,
+    /// The store: an SQLite file, created if missing. A second run with the same store
+    /// deduplicates its input against everything stored.
+    #[arg(long, value_name = "PATH", default_value = "neardup.db")]
+    pub store: PathBuf,
+    /// Directory for kept.jsonl, clusters.jsonl, merges.jsonl, rejects.jsonl, report.json.
+    #[arg(long, short, value_name = "DIR")]
+    pub out: PathBuf,
+    /// A shingle on more than this share of a host's pages is boilerplate.
+    #[arg(long, value_name = "SHARE", default_value_t = 0.05)]
+    pub boilerplate_share: f64,
+    /// Only hosts with at least this many pages in the input learn boilerplate.
+    #[arg(long, value_name = "PAGES", default_value_t = 20)]
+    pub boilerplate_min_pages: u64,
+    /// Skip boilerplate learning (it needs a first pass over the input files).
+    #[arg(long)]
+    pub no_boilerplate: bool,
+    /// Stop at the first record that cannot be used, instead of writing it to rejects.jsonl.
+    #[arg(long)]
+    pub strict: bool,
+    /// No progress bar and no summary on stderr.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Records per committed batch.
+    #[arg(long, value_name = "N", default_value_t = 4096)]
+    pub batch_size: usize,
+}
+
+/// Counts for the report.
+#[derive(Debug, Default)]
+struct Counts {
+    input: u64,
+    new: u64,
+    too_short: u64,
+    exact: u64,
+    near: u64,
+    displaced_survivor: u64,
+    already_stored: u64,
+    rejected: u64,
+    text_bytes: u64,
+    verify_rejections: u64,
+}
+
+struct HostShare {
+    shingles: u64,
+    removed: u64,
+}
+
+pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
+    let started = Instant::now();
+    let now = Timestamp::now();
+    if args.batch_size == 0 {
+        bail!("--batch-size must be at least 1");
+    }
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating output directory {}", args.out.display()))?;
+    let total_bytes = input::total_bytes(&args.input);
+    let expected = total_bytes.map_or(0, |b| b / 2048);
+    let mut deduper = super::open_deduper(&args.store, &args.profile, &args.rule, expected)
+        .with_context(|| format!("opening store {}", args.store.display()))?;
+    let show = !args.quiet && std::io::stderr().is_terminal();
+
+    // Pass 1: learn each host's boilerplate from the input (needs re-readable input).
+    let reads_stdin =
+        args.input.files.is_empty() || args.input.files.iter().any(|p| p == Path::new("-"));
+    if !args.no_boilerplate && !reads_stdin {
+        learn_boilerplate(args, &mut deduper, show)?;
+    }
+    let learned_at = started.elapsed();
+
+    // Pass 2: deduplicate.
+    let out = Outputs::create(&args.out)?;
+    let mut state = RunState {
+        out,
+        counts: Counts::default(),
+        run_ids: Vec::new(),
+        already_merged: HashSet::new(),
+        hosts: BTreeMap::new(),
+    };
+    let progress = progress_bar(show, "deduplicating");
+    let mut batch: Vec<(Record, Option<Map<String, Value>>, String)> =
+        Vec::with_capacity(args.batch_size);
+    let flush = |batch: &mut Vec<(Record, Option<Map<String, Value>>, String)>,
+                 deduper: &mut Deduper<Box<dyn Store>>,
+                 state: &mut RunState|
+     -> anyhow::Result<()> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let records: Vec<Record> = batch.iter().map(|(r, _, _)| r.clone()).collect();
+        let outcomes = deduper.process(&records, now).context("deduplicating")?;
+        for ((record, object, origin), outcome) in batch.drain(..).zip(outcomes) {
+            state.record_outcome(&record, object, &origin, outcome)?;
+        }
+        progress.set_position(state.counts.input);
+        Ok(())
+    };
+    input::for_each(&args.input, |item| {
+        state.counts.input += 1;
+        let converted = item.and_then(|r| convert(r, &args.input));
+        match converted {
+            Ok(triple) => {
+                state.counts.text_bytes += triple
+                    .0
+                    .fields
+                    .iter()
+                    .map(|f| f.text.len() as u64)
+                    .sum::<u64>();
+                batch.push(triple);
+                if batch.len() >= args.batch_size {
+                    flush(&mut batch, &mut deduper, &mut state)?;
+                }
+            }
+            Err(reject) => {
+                if args.strict {
+                    bail!("{reject} (--strict)");
+                }
+                state.reject(&reject.origin.to_string(), None, &reject.reason)?;
+            }
+        }
+        Ok(())
+    })?;
+    flush(&mut batch, &mut deduper, &mut state)?;
+    progress.finish_and_clear();
+    let deduped_at = started.elapsed();
+
+    // Records merged by an earlier run: repeat their merge-log entries.
+    if !state.already_merged.is_empty() {
+        let mut wanted = std::mem::take(&mut state.already_merged);
+        let mut entries = Vec::new();
+        deduper.store().merges(&mut |m| {
+            if wanted.remove(&m.merged) {
+                entries.push(m);
+            }
+        })?;
+        for e in entries {
+            state.out.merge(&e)?;
+        }
+    }
+    let (kept, merged) = state.write_kept_and_clusters(&deduper)?;
+    let stats = deduper.stats();
+    let c = &state.counts;
+    let balanced = c.input == kept + merged + c.rejected;
+    let elapsed = started.elapsed().as_secs_f64();
+    let largest_warning = stats.largest_cluster >= 1000
+        || (stats.records > 100 && stats.largest_cluster * 20 > stats.records);
+    let hosts: Vec<Value> = deduper
+        .boilerplate_hosts()
+        .into_iter()
+        .map(|(host, pages, shingles)| {
+            let share = state.hosts.get(&host).map_or(0.0, |s| {
+                s.removed as f64 / (s.removed + s.shingles).max(1) as f64
+            });
+            json!({"host": host, "pages_learned_from": pages, "boilerplate_shingles": shingles,
+                   "share_of_shingles_removed": round(share, 4)})
+        })
+        .collect();
+    let report = json!({
+        "input_records": c.input,
+        "kept": kept,
+        "merged": merged,
+        "rejected": c.rejected,
+        "accounting_balanced": balanced,
+        "decisions": {
+            "new": c.new, "too_short": c.too_short, "exact": c.exact, "near": c.near,
+            "displaced_survivors": c.displaced_survivor, "already_stored": c.already_stored,
+        },
+        "verification_rejections": c.verify_rejections,
+        "rule": {
+            "max_distance": deduper.rule().max_distance,
+            "min_jaccard": deduper.rule().min_jaccard,
+            "min_words": deduper.rule().min_words,
+            "profile": deduper.hasher().profile().to_string(),
+        },
+        "store": {
+            "path": args.store.display().to_string(),
+            "records": stats.records,
+            "clusters": stats.clusters,
+        },
+        "largest_group": {
+            "size": stats.largest_cluster,
+            "survivor": stats.largest_cluster_survivor,
+            "suspicious": largest_warning,
+        },
+        "index": {
+            "layout": stats.index.layout,
+            "largest_bucket": stats.index.largest_bucket,
+            "memory_bytes": stats.index.memory_bytes,
+        },
+        "boilerplate_hosts": hosts,
+        "timings_seconds": {
+            "boilerplate": round(learned_at.as_secs_f64(), 3),
+            "dedup": round((deduped_at - learned_at).as_secs_f64(), 3),
+            "total": round(elapsed, 3),
+        },
+        "throughput_mb_per_s": round(c.text_bytes as f64 / 1e6 / elapsed.max(1e-9), 2),
+    });
+    state.out.finish(&report)?;
+    if !args.quiet {
+        eprintln!(
+            "neardup: {} records: {} kept, {} merged ({} exact, {} near), {} rejected; {:.1} MB in {:.1}s ({:.0} MB/s); store {} holds {} records in {} clusters",
+            c.input, kept, merged, c.exact, c.near, c.rejected,
+            c.text_bytes as f64 / 1e6, elapsed, c.text_bytes as f64 / 1e6 / elapsed.max(1e-9),
+            args.store.display(), stats.records, stats.clusters
+        );
+        eprintln!(
+            "neardup: largest group {} (survivor {}), largest index bucket {}; outputs in {}",
+            stats.largest_cluster,
+            stats.largest_cluster_survivor.as_deref().unwrap_or("-"),
+            stats.index.largest_bucket,
+            args.out.display()
+        );
+        if largest_warning {
+            eprintln!("neardup: warning: the largest group holds {} records: that is usually an empty identity field or an extraction failure, not real duplication", stats.largest_cluster);
+        }
+        if !balanced {
+            eprintln!("neardup: warning: {} input records but {kept} kept + {merged} merged + {} rejected", c.input, c.rejected);
+        }
+    }
+    Ok(if balanced {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    })
+}
+
+fn round(x: f64, digits: i32) -> f64 {
+    let p = 10f64.powi(digits);
+    (x * p).round() / p
+}
+
+fn progress_bar(show: bool, what: &str) -> ProgressBar {
+    if !show {
+        return ProgressBar::hidden();
+    }
+    let pb = ProgressBar::new_spinner();
+    pb.set_style(
+        ProgressStyle::with_template("{spinner} {msg}: {pos} records ({per_sec}) {elapsed}")
+            .expect("static template"),
+    );
+    pb.set_message(what.to_owned());
+    pb.enable_steady_tick(std::time::Duration::from_millis(200));
+    pb
+}
+
+/// Turns an input record into a library record, keeping its JSON object and origin.
+fn convert(
+    r: input::Record,
+    args: &InputArgs,
+) -> Result<(Record, Option<Map<String, Value>>, String), Reject> {
+    let first_seen = match &r.first_seen {
+        None => None,
+        Some(t) => Some(Timestamp::parse_rfc3339(t).map_err(|e| Reject {
+            origin: r.origin.clone(),
+            reason: format!("field {:?}: {e}", args.time_field),
+        })?),
+    };
+    let record = Record {
+        id: r.id,
+        url: r.url,
+        host: r.host,
+        first_seen,
+        retention_class: r.retention_class,
+        fields: r
+            .fields
+            .into_iter()
+            .map(|(name, text)| TextField {
+                weight: args.weight_of(&name),
+                name,
+                text,
+            })
+            .collect(),
+    };
+    Ok((record, r.object, r.origin.to_string()))
+}
+
+fn learn_boilerplate(
+    args: &DedupArgs,
+    deduper: &mut Deduper<Box<dyn Store>>,
+    show: bool,
+) -> anyhow::Result<()> {
+    let hasher = deduper.hasher().clone();
+    let mut learner =
+        BoilerplateLearner::new(args.boilerplate_share, args.boilerplate_min_pages, 1000);
+    let progress = progress_bar(show, "learning boilerplate");
+    let mut pages: Vec<(String, Vec<String>)> = Vec::new();
+    let mut seen = 0u64;
+    let drain = |pages: &mut Vec<(String, Vec<String>)>, learner: &mut BoilerplateLearner| {
+        let sets: Vec<(String, Vec<u64>)> = pages
+            .par_drain(..)
+            .map(|(host, texts)| {
+                let mut set: Vec<u64> = texts.iter().flat_map(|t| hasher.shingle_set(t)).collect();
+                set.sort_unstable();
+                set.dedup();
+                (host, set)
+            })
+            .collect();
+        for (host, set) in sets {
+            learner.add_page(&host, &set);
+        }
+    };
+    input::for_each(&args.input, |item| {
+        seen += 1;
+        if let Ok(r) = item {
+            let host = r
+                .host
+                .as_deref()
+                .map(|h| h.trim().to_ascii_lowercase())
+                .or_else(|| r.url.as_deref().and_then(neardup::record::host_of));
+            if let Some(host) = host {
+                pages.push((host, r.fields.into_iter().map(|(_, t)| t).collect()));
+                if pages.len() >= 4096 {
+                    drain(&mut pages, &mut learner);
+                    progress.set_position(seen);
+                }
+            }
+        }
+        Ok(())
+    })?;
+    drain(&mut pages, &mut learner);
+    progress.finish_and_clear();
+    deduper.learn_boilerplate(learner.finish())?;
+    Ok(())
+}
+
+/// The output files.
+struct Outputs {
+    dir: PathBuf,
+    merges: BufWriter<File>,
+    rejects: BufWriter<File>,
+    spool: BufWriter<File>,
+}
+
+impl Outputs {
+    fn create(dir: &Path) -> anyhow::Result<Outputs> {
+        let open = |name: &str| -> anyhow::Result<BufWriter<File>> {
+            let path = dir.join(name);
+            Ok(BufWriter::new(
+                File::create(&path).with_context(|| format!("creating {}", path.display()))?,
+            ))
+        };
+        Ok(Outputs {
+            dir: dir.to_owned(),
+            merges: open("merges.jsonl")?,
+            rejects: open("rejects.jsonl")?,
+            spool: open(".kept.spool")?,
+        })
+    }
+
+    fn merge(&mut self, e: &MergeLogEntry) -> anyhow::Result<()> {
+        serde_json::to_writer(&mut self.merges, e)?;
+        self.merges.write_all(b"\n")?;
+        Ok(())
+    }
+
+    fn finish(&mut self, report: &Value) -> anyhow::Result<()> {
+        self.merges.flush()?;
+        self.rejects.flush()?;
+        let path = self.dir.join("report.json");
+        std::fs::write(&path, serde_json::to_string_pretty(report)? + "\n")
+            .with_context(|| format!("writing {}", path.display()))?;
+        let _ = std::fs::remove_file(self.dir.join(".kept.spool"));
+        Ok(())
+    }
+}
+
+struct RunState {
+    out: Outputs,
+    counts: Counts,
+    /// Ids of this run's records that were accepted (not rejected), in order.
+    run_ids: Vec<String>,
+    /// Ids stored by an earlier run as merged records.
+    already_merged: HashSet<String>,
+    hosts: BTreeMap<String, HostShare>,
+}
+
+impl RunState {
+    fn reject(&mut self, origin: &str, id: Option<&str>, reason: &str) -> anyhow::Result<()> {
+        self.counts.rejected += 1;
+        let (file, line) = match origin.rsplit_once(':') {
+            Some((f, l)) if l.parse::<u64>().is_ok() => (f.to_owned(), l.parse::<u64>().ok()),
+            _ => (origin.to_owned(), None),
+        };
+        serde_json::to_writer(
+            &mut self.out.rejects,
+            &json!({"file": file, "line": line, "id": id, "reason": reason}),
+        )?;
+        self.out.rejects.write_all(b"\n")?;
+        Ok(())
+    }
+
+    fn spool(
+        &mut self,
+        id: &str,
+        object: Option<Map<String, Value>>,
+        origin: &str,
+    ) -> anyhow::Result<()> {
+        serde_json::to_writer(
+            &mut self.out.spool,
+            &json!({"id": id, "object": object, "origin": origin}),
+        )?;
+        self.out.spool.write_all(b"\n")?;
+        Ok(())
+    }
+
+    fn record_outcome(
+        &mut self,
+        record: &Record,
+        object: Option<Map<String, Value>>,
+        origin: &str,
+        outcome: neardup::Outcome,
+    ) -> anyhow::Result<()> {
+        if let Some(host) = record.effective_host() {
+            let s = self.hosts.entry(host).or_insert(HostShare {
+                shingles: 0,
+                removed: 0,
+            });
+            s.shingles += outcome.shingles as u64;
+            s.removed += outcome.boilerplate_removed as u64;
+        }
+        for m in &outcome.merges {
+            self.out.merge(m)?;
+        }
+        match outcome.decision {
+            Decision::Rejected { reason } => {
+                return self.reject(origin, Some(&record.id), &reason);
+            }
+            Decision::Kept {
+                too_short,
+                displaced,
+                joined,
+            } => {
+                match (joined, displaced) {
+                    (Some((rule, _, _)), Some(_)) => {
+                        self.counts.displaced_survivor += 1;
+                        match rule {
+                            MergeRule::Exact => self.counts.exact += 1,
+                            MergeRule::SimhashJaccard => self.counts.near += 1,
+                        }
+                    }
+                    _ if too_short => self.counts.too_short += 1,
+                    _ => self.counts.new += 1,
+                }
+                self.spool(&record.id, object, origin)?;
+            }
+            Decision::Merged { rule, .. } => match rule {
+                MergeRule::Exact => self.counts.exact += 1,
+                MergeRule::SimhashJaccard => self.counts.near += 1,
+            },
+            Decision::AlreadyStored { survivor } => {
+                self.counts.already_stored += 1;
+                if survivor == record.id {
+                    self.spool(&record.id, object, origin)?;
+                } else {
+                    self.already_merged.insert(record.id.clone());
+                }
+            }
+        }
+        self.run_ids.push(record.id.clone());
+        Ok(())
+    }
+
+    /// Writes kept.jsonl (this run's records that survive) and clusters.jsonl (clusters of
+    /// two or more touched by this run); returns (kept, merged) counts of this run's records.
+    fn write_kept_and_clusters(
+        &mut self,
+        deduper: &Deduper<Box<dyn Store>>,
+    ) -> anyhow::Result<(u64, u64)> {
+        self.out.spool.flush()?;
+        let dir = self.out.dir.clone();
+        let mut kept_out = BufWriter::new(File::create(dir.join("kept.jsonl"))?);
+        let spool = BufReader::new(File::open(dir.join(".kept.spool"))?);
+        let mut kept = 0u64;
+        let mut written: HashSet<String> = HashSet::new();
+        for line in spool.lines() {
+            let v: Value = serde_json::from_str(&line?)?;
+            let id = v["id"].as_str().unwrap_or_default().to_owned();
+            let Some(cluster) = deduper.cluster_of(&id) else {
+                continue;
+            };
+            if cluster.survivor != id || !written.insert(id.clone()) {
+                continue;
+            }
+            let mut obj = match v.get("object") {
+                Some(Value::Object(o)) => o.clone(),
+                _ => {
+                    let mut o = Map::new();
+                    o.insert("id".into(), Value::String(id.clone()));
+                    o.insert("source".into(), v["origin"].clone());
+                    o
+                }
+            };
+            obj.insert("source_urls".into(), json!(cluster.source_urls));
+            obj.insert("first_seen".into(), json!(cluster.first_seen.to_rfc3339()));
+            obj.insert("cluster_size".into(), json!(cluster.members.len()));
+            obj.insert(
+                "neardup_fingerprint".into(),
+                json!(deduper.fingerprint_of(&id)),
+            );
+            serde_json::to_writer(&mut kept_out, &Value::Object(obj))?;
+            kept_out.write_all(b"\n")?;
+            kept += 1;
+        }
+        kept_out.flush()?;
+        let mut clusters_out = BufWriter::new(File::create(dir.join("clusters.jsonl"))?);
+        let mut by_survivor: HashMap<String, neardup::pipeline::ClusterView> = HashMap::new();
+        let mut order = Vec::new();
+        let mut merged = 0u64;
+        for id in &self.run_ids {
+            let Some(c) = deduper.cluster_of(id) else {
+                continue;
+            };
+            if c.survivor != *id {
+                merged += 1;
+            }
+            if c.members.len() >= 2 && !by_survivor.contains_key(&c.survivor) {
+                order.push(c.survivor.clone());
+                by_survivor.insert(c.survivor.clone(), c);
+            }
+        }
+        for (n, s) in order.iter().enumerate() {
+            let c = &by_survivor[s];
+            serde_json::to_writer(
+                &mut clusters_out,
+                &json!({"cluster": n + 1, "survivor": c.survivor, "members": c.members,
+                        "source_urls": c.source_urls, "first_seen": c.first_seen.to_rfc3339()}),
+            )?;
+            clusters_out.write_all(b"\n")?;
+        }
+        clusters_out.flush()?;
+        Ok((kept, merged))
+    }
+}
