@@ -35,6 +35,18 @@ pub enum Command {
     /// clusters.jsonl, merges.jsonl, rejects.jsonl and report.json to --out, and keeps
     /// everything in --store so the next run deduplicates against it.
     Dedup(crate::cmd::dedup::DedupArgs),
+    /// Find stored near duplicates of a text; exit 0 when one is found, 1 when none.
+    Query(crate::cmd::query::QueryArgs),
+    /// Erase records: their fingerprints, index entries and shingles go, and the merge log
+    /// keeps nothing of them.
+    Erase(crate::cmd::erase::EraseArgs),
+    /// Erase every record of a retention class first seen before a time.
+    Expire(crate::cmd::erase::ExpireArgs),
+    /// Re-decide past merges under new thresholds from their stored scores (no
+    /// fingerprint is recomputed); prints what would change, --apply applies it.
+    Reevaluate(crate::cmd::review::ReevaluateArgs),
+    /// A sample of merges near the Jaccard threshold, as CSV, for people to check.
+    Review(crate::cmd::review::ReviewArgs),
 }
 
 /// Where documents come from and how they are laid out.

@@ -1,8 +1,11 @@
 //! One module per subcommand, each with its arguments and a `run`.
 
 pub mod dedup;
+pub mod erase;
 pub mod fingerprint;
 pub mod idf;
+pub mod query;
+pub mod review;
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -38,6 +41,11 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Fingerprint(args) => fingerprint::run(&args),
         Command::Idf(args) => idf::run(&args),
         Command::Dedup(args) => dedup::run(&args),
+        Command::Query(args) => query::run(&args),
+        Command::Erase(args) => erase::run_erase(&args),
+        Command::Expire(args) => erase::run_expire(&args),
+        Command::Reevaluate(args) => review::run_reevaluate(&args),
+        Command::Review(args) => review::run_review(&args),
     }
 }
 

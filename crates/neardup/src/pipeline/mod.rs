@@ -6,6 +6,7 @@
 //! [`Deduper::process`] ends with one atomic [`Store::commit`].
 
 mod decision;
+mod reevaluate;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use rayon::prelude::*;
 pub use decision::{
     Decision, MergeRule, Rule, DEFAULT_MAX_DISTANCE, DEFAULT_MIN_JACCARD, DEFAULT_MIN_WORDS,
 };
+pub use reevaluate::Change;
 
 use crate::fingerprint::{Field, FingerprintBits, Scratch, SimHasher};
 use crate::index::{AutoIndex, HammingIndex, IndexStats};
@@ -45,6 +47,9 @@ struct HostState {
     stored: HostBoilerplate,
     set: Arc<Boilerplate>,
 }
+
+/// Candidates with their scores, by handle.
+type Scored = Vec<(u64, Scores)>;
 
 /// One record after analysis, before the decision.
 struct Prepared {
@@ -352,7 +357,7 @@ impl<S: Store> Deduper<S> {
     fn verify_candidates(
         &self,
         prepared: &Prepared,
-    ) -> Result<(Vec<(u64, Scores)>, Vec<(u64, Scores)>)> {
+    ) -> Result<(Scored, Scored)> {
         let mut hits = self
             .index
             .query(prepared.fingerprint as u64, self.rule.max_distance)?;

@@ -221,7 +221,7 @@ fn failed_verification_is_logged_with_scores() {
         "{:?}",
         out[1].decision
     );
-    assert!(d.store().rejections() >= 1);
+    assert!(d.store().rejection_count() >= 1);
 }
 
 #[test]

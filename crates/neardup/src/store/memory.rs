@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Batch, HostBoilerplate, MergeLogEntry, Store, StoredRecord};
+use super::{Batch, HostBoilerplate, MergeLogEntry, Rejection, Store, StoredRecord};
 use crate::Result;
 
 /// Keeps everything in memory; gone when dropped.
@@ -12,7 +12,7 @@ pub struct MemoryStore {
     records: BTreeMap<u64, StoredRecord>,
     shingles: BTreeMap<u64, Vec<u32>>,
     merges: Vec<MergeLogEntry>,
-    rejections: usize,
+    rejections: Vec<Rejection>,
     boilerplate: BTreeMap<String, HostBoilerplate>,
 }
 
@@ -23,8 +23,8 @@ impl MemoryStore {
     }
 
     /// How many verification rejections were logged.
-    pub fn rejections(&self) -> usize {
-        self.rejections
+    pub fn rejection_count(&self) -> usize {
+        self.rejections.len()
     }
 }
 
@@ -60,6 +60,11 @@ impl Store for MemoryStore {
         Ok(())
     }
 
+    fn rejections(&self, f: &mut dyn FnMut(Rejection)) -> Result<()> {
+        self.rejections.iter().cloned().for_each(f);
+        Ok(())
+    }
+
     fn commit(&mut self, batch: &Batch) -> Result<()> {
         for n in &batch.records {
             self.records.insert(n.record.handle, n.record.clone());
@@ -73,7 +78,7 @@ impl Store for MemoryStore {
             }
         }
         self.merges.extend(batch.merges.iter().cloned());
-        self.rejections += batch.rejections.len();
+        self.rejections.extend(batch.rejections.iter().cloned());
         for (host, b) in &batch.boilerplate {
             self.boilerplate.insert(host.clone(), b.clone());
         }
@@ -81,6 +86,8 @@ impl Store for MemoryStore {
             if let Some(r) = self.records.remove(h) {
                 self.shingles.remove(h);
                 self.merges.retain(|m| m.merged != r.id);
+                self.rejections
+                    .retain(|x| x.record != r.id && x.candidate != r.id);
                 for m in &mut self.merges {
                     if m.kept == r.id {
                         m.kept = "<erased>".into();

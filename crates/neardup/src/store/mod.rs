@@ -188,6 +188,9 @@ impl<T: Store + ?Sized> Store for Box<T> {
     fn merges(&self, f: &mut dyn FnMut(MergeLogEntry)) -> Result<()> {
         (**self).merges(f)
     }
+    fn rejections(&self, f: &mut dyn FnMut(Rejection)) -> Result<()> {
+        (**self).rejections(f)
+    }
     fn commit(&mut self, batch: &Batch) -> Result<()> {
         (**self).commit(batch)
     }
@@ -226,6 +229,11 @@ pub trait Store: Send {
     /// # Errors
     /// Backend failures.
     fn merges(&self, f: &mut dyn FnMut(MergeLogEntry)) -> Result<()>;
+    /// Calls `f` with each logged verification rejection, oldest first.
+    ///
+    /// # Errors
+    /// Backend failures.
+    fn rejections(&self, f: &mut dyn FnMut(Rejection)) -> Result<()>;
     /// Applies `batch` atomically; durable once this returns.
     ///
     /// # Errors

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
-use super::{Arrival, Batch, HostBoilerplate, MergeLogEntry, Store, StoredRecord};
+use super::{Arrival, Batch, HostBoilerplate, MergeLogEntry, Rejection, Store, StoredRecord};
 use crate::record::Timestamp;
 use crate::{Error, Result};
 
@@ -359,6 +359,27 @@ impl Store for SqliteStore {
             })()
             .map_err(|e| self.err(e))?;
             f(entry);
+        }
+        Ok(())
+    }
+
+    fn rejections(&self, f: &mut dyn FnMut(Rejection)) -> Result<()> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT record, candidate, distance, jaccard FROM rejections ORDER BY seq")
+            .map_err(|e| self.err(e))?;
+        let mut rows = stmt.query([]).map_err(|e| self.err(e))?;
+        while let Some(row) = rows.next().map_err(|e| self.err(e))? {
+            let r = (|| -> rusqlite::Result<Rejection> {
+                Ok(Rejection {
+                    record: row.get(0)?,
+                    candidate: row.get(1)?,
+                    distance: row.get(2)?,
+                    jaccard: row.get(3)?,
+                })
+            })()
+            .map_err(|e| self.err(e))?;
+            f(r);
         }
         Ok(())
     }

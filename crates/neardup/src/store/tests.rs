@@ -79,6 +79,9 @@ fn commit_then_load_round_trips(store: &mut dyn Store) {
     assert_eq!(store.shingles(2).unwrap(), Some(vec![1, 5, 9, 102]));
     assert_eq!(store.shingles(99).unwrap(), None);
     assert_eq!(merges(store), vec![merge("a", "b")]);
+    let mut rejections = Vec::new();
+    store.rejections(&mut |r| rejections.push(r)).unwrap();
+    assert_eq!(rejections, batch.rejections);
 }
 
 fn survivor_updates_and_boilerplate_upserts(store: &mut dyn Store) {
