@@ -54,3 +54,7 @@ pub use pipeline::{Decision, Deduper, DeduperBuilder, Outcome, Rule};
 pub use record::{Record, TextField, Timestamp};
 pub use store::{MemoryStore, SqliteStore, Store};
 pub use text::Boilerplate;
+
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeDoctests;
