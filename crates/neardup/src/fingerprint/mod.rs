@@ -16,7 +16,7 @@ pub use profile::{FingerprintBits, HashAlgo, Profile, WeightingTag, FORMAT_VERSI
 
 use crate::exact::{ContentHash, FIELD_SEPARATOR};
 use crate::features::Weighting;
-use crate::text::normalize::normalize_python_into;
+use crate::text::normalize::{normalize_non_ascii_into, normalize_python_into};
 use crate::text::shingle::{fmix64, shingle_hashes, text_token_hashes, token_hash};
 use crate::text::tokenize::{for_each_token, TokenRule};
 use crate::text::Boilerplate;
@@ -170,6 +170,7 @@ pub struct Scratch {
     strs: Vec<(usize, usize)>,
     removed: usize,
     voted: usize,
+    language: Option<crate::text::Language>,
 }
 
 /// What the pipeline needs of one record: fingerprint, shingle set, content hash, size.
@@ -188,6 +189,8 @@ pub struct Analysis {
     pub boilerplate_removed: usize,
     /// Number of shingle occurrences that voted (after boilerplate removal).
     pub shingle_count: usize,
+    /// The record's language and script, when the hasher detects them.
+    pub language: Option<crate::text::Language>,
 }
 
 /// Makes fingerprints; see [`SimHasher::builder`].
@@ -207,6 +210,9 @@ pub struct SimHasher {
     shingle_width: usize,
     bits: FingerprintBits,
     weighting: Weighting,
+    tokens: TokenRule,
+    stopwords: bool,
+    detect_language: bool,
     profile: Profile,
 }
 
@@ -217,6 +223,9 @@ pub struct SimHasherBuilder {
     shingle_width: usize,
     bits: FingerprintBits,
     weighting: Weighting,
+    tokens: Option<TokenRule>,
+    stopwords: bool,
+    detect_language: bool,
 }
 
 impl Default for SimHasherBuilder {
@@ -226,6 +235,9 @@ impl Default for SimHasherBuilder {
             shingle_width: 4,
             bits: FingerprintBits::Bits64,
             weighting: Weighting::Tf,
+            tokens: None,
+            stopwords: false,
+            detect_language: false,
         }
     }
 }
@@ -255,6 +267,28 @@ impl SimHasherBuilder {
         self
     }
 
+    /// The tokenisation rule (default: [`TokenRule::Unicode`]; the `blake2b` profile always
+    /// uses [`TokenRule::PythonWord`]). [`TokenRule::UnicodeJieba`] segments Chinese into
+    /// words, [`TokenRule::Characters`] makes character n-grams (short text).
+    pub fn tokens(mut self, rule: TokenRule) -> Self {
+        self.tokens = Some(rule);
+        self
+    }
+
+    /// Leave shingles made only of the record's language's stopwords out of the vote
+    /// (weight 0); the language is detected per record. Default off.
+    pub fn stopwords(mut self, on: bool) -> Self {
+        self.stopwords = on;
+        self
+    }
+
+    /// Detect each record's language and script in [`SimHasher::analyze`] (it does not change
+    /// fingerprints). Default off; implied by [`stopwords`](Self::stopwords).
+    pub fn detect_language(mut self, on: bool) -> Self {
+        self.detect_language = on;
+        self
+    }
+
     /// Validates the configuration.
     ///
     /// # Errors
@@ -275,6 +309,33 @@ impl SimHasherBuilder {
                 reason: "the blake2b profile reproduces seed 000's 64-bit fingerprint; use the xxh3 hash for 128 bits".into(),
             });
         }
+        let tokens = match (self.hash, self.tokens) {
+            (HashAlgo::Blake2b, None | Some(TokenRule::PythonWord)) => TokenRule::PythonWord,
+            (HashAlgo::Blake2b, Some(other)) => return Err(Error::InvalidConfig {
+                field: "tokens",
+                value: other.name().into(),
+                reason:
+                    "the blake2b profile reproduces seed 000 and tokenises as Python's \\w+ does"
+                        .into(),
+            }),
+            (HashAlgo::Xxh3, None) => TokenRule::Unicode,
+            (HashAlgo::Xxh3, Some(TokenRule::PythonWord)) => {
+                return Err(Error::InvalidConfig {
+                    field: "tokens",
+                    value: "python-words".into(),
+                    reason: "Python's \\w+ tokens belong to the blake2b profile".into(),
+                })
+            }
+            (HashAlgo::Xxh3, Some(rule)) => rule,
+        };
+        if self.stopwords && self.hash == HashAlgo::Blake2b {
+            return Err(Error::InvalidConfig {
+                field: "stopwords",
+                value: "true".into(),
+                reason: "the blake2b profile reproduces seed 000, which weighs every shingle"
+                    .into(),
+            });
+        }
         let weighting = match &self.weighting {
             Weighting::Tf => WeightingTag::Tf,
             Weighting::Presence => WeightingTag::Presence,
@@ -286,12 +347,17 @@ impl SimHasherBuilder {
             bits: self.bits,
             weighting,
             version: FORMAT_VERSION,
+            tokens,
+            stopwords: self.stopwords,
         };
         Ok(SimHasher {
             hash: self.hash,
             shingle_width: self.shingle_width,
             bits: self.bits,
             weighting: self.weighting,
+            tokens,
+            stopwords: self.stopwords,
+            detect_language: self.detect_language || self.stopwords,
             profile,
         })
     }
@@ -315,10 +381,12 @@ impl SimHasher {
 
     /// The tokenisation rule of this profile.
     pub fn token_rule(&self) -> TokenRule {
-        match self.hash {
-            HashAlgo::Xxh3 => TokenRule::Unicode,
-            HashAlgo::Blake2b => TokenRule::PythonWord,
-        }
+        self.tokens
+    }
+
+    /// The tokens of `text` under this profile, normalised (for explanations and tools).
+    pub fn tokens(&self, text: &str) -> Vec<String> {
+        crate::text::tokens(text, self.tokens)
     }
 
     /// Fingerprints one text.
@@ -376,6 +444,7 @@ impl SimHasher {
             token_count,
             boilerplate_removed: scratch.removed,
             shingle_count: scratch.voted,
+            language: scratch.language.take(),
         })
     }
 
@@ -451,8 +520,22 @@ impl SimHasher {
         scratch.field.clear();
         scratch.tokens.clear();
         match self.hash {
+            HashAlgo::Xxh3 if self.tokens == TokenRule::Characters => {
+                normalize_non_ascii_into(text, &mut scratch.normalized);
+                crate::text::shingle::unicode_token_hashes(
+                    &scratch.normalized,
+                    TokenRule::Characters,
+                    &mut scratch.tokens,
+                );
+                shingle_hashes(&scratch.tokens, self.shingle_width, &mut scratch.field);
+            }
             HashAlgo::Xxh3 => {
-                text_token_hashes(text, &mut scratch.normalized, &mut scratch.tokens);
+                text_token_hashes(
+                    text,
+                    self.token_rule(),
+                    &mut scratch.normalized,
+                    &mut scratch.tokens,
+                );
                 shingle_hashes(&scratch.tokens, self.shingle_width, &mut scratch.field);
             }
             HashAlgo::Blake2b => {
@@ -490,6 +573,32 @@ impl SimHasher {
         scratch.all_tokens.extend_from_slice(&scratch.tokens);
     }
 
+    /// Leaves out of `scratch.field` the shingles whose tokens are all stopwords (weight 0).
+    /// A shingle's hash depends only on its tokens, so dropping by hash is exact.
+    fn drop_stopword_shingles(
+        &self,
+        stops: &crate::text::boilerplate::ShingleSet,
+        scratch: &mut Scratch,
+    ) {
+        let w = self.shingle_width;
+        let tokens = &scratch.tokens;
+        let stop: Vec<bool> = tokens.iter().map(|t| stops.contains(t)).collect();
+        let windows = if tokens.len() < w {
+            1
+        } else {
+            tokens.len() - w + 1
+        };
+        let mut silent: Vec<u64> = (0..windows.min(scratch.field.len()))
+            .filter(|&i| stop[i..(i + w).min(stop.len())].iter().all(|&s| s))
+            .map(|i| scratch.field[i])
+            .collect();
+        if silent.is_empty() {
+            return;
+        }
+        silent.sort_unstable();
+        scratch.field.retain(|h| silent.binary_search(h).is_err());
+    }
+
     fn vote(
         &self,
         fields: &[Field<'_>],
@@ -499,6 +608,22 @@ impl SimHasher {
     ) -> Result<Fingerprint> {
         scratch.all_tokens.clear();
         scratch.all_shingles.clear();
+        scratch.language = None;
+        if self.detect_language {
+            let mut sample = String::new();
+            for f in fields {
+                if sample.len() >= 1024 {
+                    break;
+                }
+                sample.push_str(f.text);
+                sample.push('\n');
+            }
+            scratch.language = crate::text::detect_language(&sample);
+        }
+        let stops = match (&scratch.language, self.stopwords) {
+            (Some(l), true) => crate::text::language::stopwords(l.code),
+            _ => None,
+        };
         let wide = self.bits == FingerprintBits::Bits128;
         // Unit weights everywhere: count set bits, the fast path.
         let unit =
@@ -519,6 +644,13 @@ impl SimHasher {
                 scratch.all_tokens.push(FIELD_SEPARATOR);
             }
             self.field_shingles(field.text, scratch);
+            if keep_shingles {
+                // Verification compares content; stopword runs are content too.
+                scratch.all_shingles.extend_from_slice(&scratch.field);
+            }
+            if let Some(stops) = stops {
+                self.drop_stopword_shingles(stops, scratch);
+            }
             if let Some(b) = boilerplate {
                 let before = scratch.field.len();
                 b.retain_content(&mut scratch.field);
@@ -563,8 +695,10 @@ impl SimHasher {
                     }
                 }
             }
-            if keep_shingles {
-                scratch.all_shingles.extend_from_slice(&scratch.field);
+        }
+        if keep_shingles {
+            if let Some(b) = boilerplate {
+                b.retain_content(&mut scratch.all_shingles);
             }
         }
         scratch.removed = removed;

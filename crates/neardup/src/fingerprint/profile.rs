@@ -3,11 +3,12 @@
 use std::fmt;
 use std::str::FromStr;
 
+use crate::text::TokenRule;
 use crate::{Error, Result};
 
 /// Version of everything that defines a fingerprint beyond the profile's fields (tokeniser,
 /// normaliser, token and shingle hashes). Bump it when any of them changes.
-pub const FORMAT_VERSION: u16 = 1;
+pub const FORMAT_VERSION: u16 = 2;
 
 /// The feature hash.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -65,7 +66,8 @@ pub enum WeightingTag {
 /// and format version. Two fingerprints are comparable only when their profiles are equal.
 ///
 /// The text form (`Display`/`FromStr`) is stored with fingerprints, e.g.
-/// `neardup/1/xxh3/w4/b64/tf`.
+/// `neardup/2/xxh3/w4/b64/tf`; options away from the defaults follow (`/tok=jieba`,
+/// `/stop`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Profile {
     pub(crate) hash: HashAlgo,
@@ -73,6 +75,8 @@ pub struct Profile {
     pub(crate) bits: FingerprintBits,
     pub(crate) weighting: WeightingTag,
     pub(crate) version: u16,
+    pub(crate) tokens: TokenRule,
+    pub(crate) stopwords: bool,
 }
 
 impl Profile {
@@ -96,6 +100,14 @@ impl Profile {
     pub fn version(&self) -> u16 {
         self.version
     }
+    /// The tokenisation rule.
+    pub fn tokens(&self) -> TokenRule {
+        self.tokens
+    }
+    /// Whether shingles made only of stopwords were left out of the vote.
+    pub fn stopwords(&self) -> bool {
+        self.stopwords
+    }
 }
 
 impl fmt::Display for Profile {
@@ -109,10 +121,21 @@ impl fmt::Display for Profile {
             self.bits.count()
         )?;
         match self.weighting {
-            WeightingTag::Tf => f.write_str("tf"),
-            WeightingTag::Presence => f.write_str("presence"),
-            WeightingTag::Idf(d) => write!(f, "idf:{d:016x}"),
+            WeightingTag::Tf => f.write_str("tf")?,
+            WeightingTag::Presence => f.write_str("presence")?,
+            WeightingTag::Idf(d) => write!(f, "idf:{d:016x}")?,
         }
+        let default_tokens = match self.hash {
+            HashAlgo::Xxh3 => TokenRule::Unicode,
+            HashAlgo::Blake2b => TokenRule::PythonWord,
+        };
+        if self.tokens != default_tokens {
+            write!(f, "/tok={}", self.tokens.name())?;
+        }
+        if self.stopwords {
+            f.write_str("/stop")?;
+        }
+        Ok(())
     }
 }
 
@@ -123,10 +146,13 @@ impl FromStr for Profile {
         let bad = |reason: &str| Error::InvalidConfig {
             field: "profile",
             value: s.to_owned(),
-            reason: format!("{reason} (expected e.g. neardup/1/xxh3/w4/b64/tf)"),
+            reason: format!("{reason} (expected e.g. neardup/2/xxh3/w4/b64/tf)"),
         };
         let parts: Vec<&str> = s.split('/').collect();
-        let [name, version, hash, width, bits, weighting] = parts[..] else {
+        if parts.len() < 6 {
+            return Err(bad("wrong number of parts"));
+        }
+        let [name, version, hash, width, bits, weighting] = parts[..6] else {
             return Err(bad("wrong number of parts"));
         };
         if name != "neardup" {
@@ -158,12 +184,28 @@ impl FromStr for Profile {
                 WeightingTag::Idf(d)
             }
         };
+        let mut tokens = match hash {
+            HashAlgo::Xxh3 => TokenRule::Unicode,
+            HashAlgo::Blake2b => TokenRule::PythonWord,
+        };
+        let mut stopwords = false;
+        for extra in &parts[6..] {
+            if let Some(name) = extra.strip_prefix("tok=") {
+                tokens = TokenRule::parse(name).ok_or_else(|| bad("unknown token rule"))?;
+            } else if *extra == "stop" {
+                stopwords = true;
+            } else {
+                return Err(bad("unknown option"));
+            }
+        }
         Ok(Profile {
             hash,
             shingle_width,
             bits,
             weighting,
             version,
+            tokens,
+            stopwords,
         })
     }
 }
@@ -181,6 +223,8 @@ mod tests {
                 bits: FingerprintBits::Bits64,
                 weighting: WeightingTag::Tf,
                 version: FORMAT_VERSION,
+                tokens: TokenRule::Unicode,
+                stopwords: false,
             },
             Profile {
                 hash: HashAlgo::Blake2b,
@@ -188,11 +232,32 @@ mod tests {
                 bits: FingerprintBits::Bits128,
                 weighting: WeightingTag::Idf(0xdead_beef),
                 version: 7,
+                tokens: TokenRule::PythonWord,
+                stopwords: false,
+            },
+            Profile {
+                hash: HashAlgo::Xxh3,
+                shingle_width: 3,
+                bits: FingerprintBits::Bits64,
+                weighting: WeightingTag::Tf,
+                version: 2,
+                tokens: TokenRule::UnicodeJieba,
+                stopwords: true,
             },
         ] {
             assert_eq!(p.to_string().parse::<Profile>().expect("parses"), p);
         }
-        assert!("neardup/1/md5/w4/b64/tf".parse::<Profile>().is_err());
+        assert!("neardup/2/md5/w4/b64/tf".parse::<Profile>().is_err());
         assert!("garbage".parse::<Profile>().is_err());
+        assert!("neardup/2/xxh3/w4/b64/tf/tok=klingon"
+            .parse::<Profile>()
+            .is_err());
+        assert_eq!(
+            "neardup/2/xxh3/w3/b64/tf/tok=jieba/stop"
+                .parse::<Profile>()
+                .unwrap()
+                .to_string(),
+            "neardup/2/xxh3/w3/b64/tf/tok=jieba/stop"
+        );
     }
 }

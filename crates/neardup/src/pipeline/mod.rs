@@ -354,10 +354,7 @@ impl<S: Store> Deduper<S> {
     /// Verified near-duplicates of an analysed record among stored ones, best first:
     /// highest Jaccard, then smallest distance, then oldest handle. Failing candidates are
     /// returned apart, with their scores.
-    fn verify_candidates(
-        &self,
-        prepared: &Prepared,
-    ) -> Result<(Scored, Scored)> {
+    fn verify_candidates(&self, prepared: &Prepared) -> Result<(Scored, Scored)> {
         let mut hits = self
             .index
             .query(prepared.fingerprint as u64, self.rule.max_distance)?;

@@ -378,7 +378,7 @@ fn sqlite_store_persists_clusters_and_refuses_another_profile() {
         .unwrap_err();
     assert!(matches!(err, Error::ConfigMismatch { .. }), "{err}");
     assert!(
-        err.to_string().contains("neardup/1/xxh3/w4/b64/tf"),
+        err.to_string().contains("neardup/2/xxh3/w4/b64/tf"),
         "{err}"
     );
     std::fs::remove_dir_all(&dir).ok();

@@ -2,11 +2,13 @@
 
 pub(crate) mod boilerplate;
 mod html;
+pub(crate) mod language;
 pub(crate) mod normalize;
 pub(crate) mod shingle;
 pub(crate) mod tokenize;
 
 pub use boilerplate::{Boilerplate, BoilerplateLearner};
 pub use html::html_to_text;
+pub use language::{detect_language, is_stopword, Language};
 pub use normalize::normalize;
 pub use tokenize::{tokens, TokenRule};

@@ -222,7 +222,12 @@ fn first_non_ascii(bytes: &[u8]) -> Option<usize> {
 /// non-ASCII character are normalised. That is exact: NFKC never composes across an ASCII
 /// whitespace character, lowercasing's final-sigma context stops at one, and no token spans
 /// one, so normalising run by run equals normalising the whole text.
-pub(crate) fn text_token_hashes(text: &str, normalized: &mut String, out: &mut Vec<u64>) {
+pub(crate) fn text_token_hashes(
+    text: &str,
+    rule: TokenRule,
+    normalized: &mut String,
+    out: &mut Vec<u64>,
+) {
     let bytes = text.as_bytes();
     if text.is_ascii() {
         ascii_token_hashes(bytes, out);
@@ -247,7 +252,7 @@ pub(crate) fn text_token_hashes(text: &str, normalized: &mut String, out: &mut V
         ascii_token_hashes(&bytes[pos..start], out);
         // `start` follows and `end` sits on an ASCII byte: both are char boundaries.
         super::normalize::normalize_non_ascii_into(&text[start..end], normalized);
-        unicode_token_hashes(normalized, TokenRule::Unicode, out);
+        unicode_token_hashes(normalized, rule, out);
         pos = end;
     }
 }

@@ -13,10 +13,42 @@ use unicode_general_category::{get_general_category, GeneralCategory as Gc};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TokenRule {
-    /// Letters, digits, `_` and in-word combining marks; Han and kana one token per character.
+    /// Letters, digits, `_` and in-word combining marks; Han, kana and the scripts written
+    /// without spaces (Thai, Lao, Khmer, Myanmar) one token per character, so `w`-token
+    /// shingles are character `w`-grams there.
     Unicode,
+    /// As [`TokenRule::Unicode`], but runs of Han characters are segmented into words by
+    /// jieba (its dictionary ships in the crate), for Chinese word shingles.
+    UnicodeJieba,
     /// Python's `\w+`: letters (L*), numbers (N*) and `_`; marks end a word.
     PythonWord,
+    /// Every letter or digit (with its marks) is a token and each run of anything else is one
+    /// space token, so `w`-token shingles are character `w`-grams across word boundaries:
+    /// the features for short text (seed 002).
+    Characters,
+}
+
+impl TokenRule {
+    /// The name used in profiles.
+    pub fn name(self) -> &'static str {
+        match self {
+            TokenRule::Unicode => "words",
+            TokenRule::UnicodeJieba => "jieba",
+            TokenRule::PythonWord => "python-words",
+            TokenRule::Characters => "chars",
+        }
+    }
+
+    /// Parses [`name`](Self::name)'s names.
+    pub fn parse(name: &str) -> Option<TokenRule> {
+        Some(match name {
+            "words" => TokenRule::Unicode,
+            "jieba" => TokenRule::UnicodeJieba,
+            "python-words" => TokenRule::PythonWord,
+            "chars" => TokenRule::Characters,
+            _ => return None,
+        })
+    }
 }
 
 /// ASCII word bytes: `[0-9A-Za-z_]`, shared by both rules.
@@ -45,11 +77,21 @@ enum Class {
     Single = 3,
 }
 
-fn is_ideographic(c: char) -> bool {
+/// Scripts written without spaces between words: one token per character (with its marks).
+fn is_unspaced(c: char) -> bool {
     matches!(c as u32,
         0x3040..=0x30FF   // Hiragana, Katakana
         | 0x31F0..=0x31FF // Katakana phonetic extensions
-        | 0x3400..=0x4DBF // CJK extension A
+        | 0x0E00..=0x0EFF // Thai, Lao
+        | 0x1000..=0x109F // Myanmar
+        | 0x1780..=0x17FF // Khmer
+    ) || is_han(c)
+}
+
+/// Han ideographs.
+pub(crate) fn is_han(c: char) -> bool {
+    matches!(c as u32,
+        0x3400..=0x4DBF   // CJK extension A
         | 0x4E00..=0x9FFF // CJK unified ideographs
         | 0xF900..=0xFAFF // CJK compatibility ideographs
         | 0x20000..=0x3134F) // CJK extensions B..G
@@ -82,7 +124,7 @@ fn classify(c: char, rule: TokenRule) -> Class {
         };
     }
     let cp = c as u32;
-    if rule == TokenRule::Unicode && cp < 0x1_0000 {
+    if rule != TokenRule::PythonWord && cp < 0x1_0000 {
         let bits = unicode_classes()[(cp / 4) as usize] >> (2 * (cp % 4));
         return CLASSES[usize::from(bits & 3)];
     }
@@ -102,8 +144,14 @@ fn classify_slow(c: char, rule: TokenRule) -> Class {
         };
     }
     match rule {
-        TokenRule::Unicode => {
-            if is_ideographic(c) {
+        TokenRule::Unicode | TokenRule::UnicodeJieba | TokenRule::Characters => {
+            let joiner = matches!(
+                get_general_category(c),
+                Gc::NonspacingMark | Gc::SpacingMark | Gc::EnclosingMark
+            );
+            if joiner {
+                Class::Joiner
+            } else if is_unspaced(c) && c.is_alphanumeric() {
                 Class::Single
             } else if c.is_alphanumeric() {
                 Class::Word
@@ -132,30 +180,99 @@ fn classify_slow(c: char, rule: TokenRule) -> Class {
 /// Calls `f` with each token of `normalized` (text already passed through
 /// [`normalize`](super::normalize)), in order.
 pub(crate) fn for_each_token<'a>(normalized: &'a str, rule: TokenRule, mut f: impl FnMut(&'a str)) {
-    let mut start: Option<usize> = None;
+    if rule == TokenRule::Characters {
+        return for_each_character(normalized, &mut f);
+    }
+    if rule == TokenRule::UnicodeJieba && normalized.chars().any(is_han) {
+        return for_each_token_jieba(normalized, &mut f);
+    }
+    // The open token: where it starts, and whether it is a one-character token that only
+    // marks may extend.
+    let mut open: Option<(usize, bool)> = None;
     for (i, c) in normalized.char_indices() {
         match classify(c, rule) {
-            Class::Word => {
-                start.get_or_insert(i);
-            }
+            Class::Word => match open {
+                Some((_, false)) => {}
+                Some((s, true)) => {
+                    f(&normalized[s..i]);
+                    open = Some((i, false));
+                }
+                None => open = Some((i, false)),
+            },
             Class::Joiner => {
-                // A mark continues a word; a mark with no word before it is dropped.
+                // A mark continues the open token; a mark with none open is dropped.
             }
             Class::Break => {
-                if let Some(s) = start.take() {
+                if let Some((s, _)) = open.take() {
                     f(&normalized[s..i]);
                 }
             }
             Class::Single => {
-                if let Some(s) = start.take() {
+                if let Some((s, _)) = open.take() {
                     f(&normalized[s..i]);
                 }
-                f(&normalized[i..i + c.len_utf8()]);
+                open = Some((i, true));
             }
         }
     }
-    if let Some(s) = start {
+    if let Some((s, _)) = open {
         f(&normalized[s..]);
+    }
+}
+
+/// Character tokens: each word character with its marks, and one `" "` per run of others
+/// between them.
+fn for_each_character<'a>(normalized: &'a str, f: &mut dyn FnMut(&'a str)) {
+    let mut open: Option<usize> = None;
+    let mut gap = false;
+    let mut any = false;
+    for (i, c) in normalized.char_indices() {
+        match classify(c, TokenRule::Unicode) {
+            Class::Joiner => {}
+            Class::Break => {
+                if let Some(s) = open.take() {
+                    f(&normalized[s..i]);
+                }
+                gap = any;
+            }
+            Class::Word | Class::Single => {
+                if let Some(s) = open.take() {
+                    f(&normalized[s..i]);
+                }
+                if gap {
+                    f(" ");
+                    gap = false;
+                }
+                open = Some(i);
+                any = true;
+            }
+        }
+    }
+    if let Some(s) = open {
+        f(&normalized[s..]);
+    }
+}
+
+/// The shared jieba segmenter: building it parses the bundled dictionary, so it is built once.
+fn jieba() -> &'static jieba_rs::Jieba {
+    static JIEBA: std::sync::OnceLock<jieba_rs::Jieba> = std::sync::OnceLock::new();
+    JIEBA.get_or_init(jieba_rs::Jieba::new)
+}
+
+/// Tokens with Han runs segmented by jieba and everything else as under `Unicode`.
+fn for_each_token_jieba<'a>(normalized: &'a str, f: &mut dyn FnMut(&'a str)) {
+    let mut rest = normalized;
+    while !rest.is_empty() {
+        let han_start = rest.find(is_han).unwrap_or(rest.len());
+        for_each_token(&rest[..han_start], TokenRule::Unicode, |t| f(t));
+        rest = &rest[han_start..];
+        let han_end = rest.find(|c: char| !is_han(c)).unwrap_or(rest.len());
+        if han_end > 0 {
+            for token in jieba().cut(&rest[..han_end], false) {
+                f(token.word);
+            }
+        }
+        rest = &rest[han_end..];
     }
 }
 
@@ -171,7 +288,9 @@ pub(crate) fn for_each_token<'a>(normalized: &'a str, rule: TokenRule, mut f: im
 /// ```
 pub fn tokens(text: &str, rule: TokenRule) -> Vec<String> {
     let normalized = match rule {
-        TokenRule::Unicode => super::normalize(text).into_owned(),
+        TokenRule::Unicode | TokenRule::UnicodeJieba | TokenRule::Characters => {
+            super::normalize(text).into_owned()
+        }
         TokenRule::PythonWord => {
             let mut s = String::new();
             super::normalize::normalize_python_into(text, &mut s);
@@ -219,6 +338,11 @@ mod tests {
         hindi_keeps_marks: TokenRule::Unicode, "नमस्ते" => ["नमस्ते"];
         python_splits_at_virama: TokenRule::PythonWord, "नमस्ते" => ["नमस", "त"];
         kana_and_han_are_single: TokenRule::Unicode, "東京タワー" => ["東", "京", "タ", "ワ", "ー"];
+        thai_characters_keep_their_marks: TokenRule::Unicode, "สวัสดี" => ["ส", "วั", "ส", "ดี"];
+        characters_with_one_space_per_gap: TokenRule::Characters, "Hi, yo!" => ["h", "i", " ", "y", "o"];
+        characters_keep_marks: TokenRule::Characters, "नमस्ते" => ["न", "म", "स्", "ते"];
+        jieba_segments_chinese_words: TokenRule::UnicodeJieba, "我们在北京大学学习 SimHash" => ["我们", "在", "北京大学", "学习", "simhash"];
+        jieba_leaves_other_scripts_alone: TokenRule::UnicodeJieba, "北京タワー tower" => ["北京", "タ", "ワ", "ー", "tower"];
         python_keeps_han_runs: TokenRule::PythonWord, "東京 tower" => ["東京", "tower"];
         leading_mark_dropped: TokenRule::Unicode, "\u{301}abc" => ["abc"];
         accented_latin_nfkc: TokenRule::Unicode, "Cafe\u{301} CAFÉ" => ["café", "café"];
