@@ -147,6 +147,25 @@ pub struct ProfileArgs {
     /// IDF table made by `neardup idf`, for --weighting idf.
     #[arg(long, value_name = "FILE")]
     pub idf: Option<PathBuf>,
+    /// Tokens: `words` (Unicode words; Han, kana and Thai one per character, so shingles are
+    /// character n-grams there), `jieba` (Chinese segmented into words) or `chars` (character
+    /// n-grams everywhere).
+    #[arg(long, value_enum, default_value_t = TokensName::Words)]
+    pub tokens: TokensName,
+    /// Give shingles made only of stopwords (of each record's detected language) weight 0.
+    #[arg(long)]
+    pub stopwords: bool,
+}
+
+/// Token rule names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TokensName {
+    /// Unicode words.
+    Words,
+    /// Chinese words by jieba.
+    Jieba,
+    /// Characters.
+    Chars,
 }
 
 fn parse_bits(s: &str) -> Result<u32, String> {

@@ -1,1 +1,103 @@
-fn main() {}
+//! Query throughput of every index against the linear scan, at 1M random fingerprints.
+//!
+//! `NEARDUP_BENCH_N` overrides the number of stored fingerprints. Each group carries its
+//! baseline (`linear`), and every iteration checks that near queries find their source.
+
+use std::hint::black_box;
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use neardup::index::{BandIndex, HammingIndex, LinearIndex, Match, MihIndex, PermutedIndex};
+
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+fn corpus() -> Vec<u64> {
+    let n = std::env::var("NEARDUP_BENCH_N")
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+        .map_or(1_000_000, |v| v as usize);
+    let mut state = 0x5EED;
+    (0..n).map(|_| splitmix(&mut state)).collect()
+}
+
+/// Stored fingerprints with exactly `k` bits flipped: each must find its source.
+fn near_queries(fps: &[u64], count: usize, k: u32) -> Vec<(u64, u64)> {
+    let mut state = 0xBEEF;
+    (0..count)
+        .map(|_| {
+            let id = splitmix(&mut state) % fps.len() as u64;
+            let mut mask = 0u64;
+            while mask.count_ones() < k {
+                mask |= 1 << (splitmix(&mut state) % 64);
+            }
+            (fps[id as usize] ^ mask, id)
+        })
+        .collect()
+}
+
+fn load<I: HammingIndex>(mut index: I, fps: &[u64]) -> I {
+    for (id, &fp) in fps.iter().enumerate() {
+        index.insert(id as u64, fp).expect("fresh id");
+    }
+    index.compact();
+    index
+}
+
+fn run_queries(index: &dyn HammingIndex, queries: &[(u64, u64)], k: u32, out: &mut Vec<Match>) {
+    for &(q, id) in queries {
+        index
+            .query_into(black_box(q), k, out)
+            .expect("radius supported");
+        assert!(out.iter().any(|m| m.id == id), "near query lost its source");
+    }
+}
+
+fn bench_radius(c: &mut Criterion, fps: &[u64], k: u32) {
+    let n = fps.len() as u64;
+    let mut indexes: Vec<(&str, Box<dyn HammingIndex>)> =
+        vec![("linear", Box::new(load(LinearIndex::new(), fps)))];
+    if k < 8 {
+        let bands = BandIndex::new(k + 1).expect("valid bands");
+        indexes.push(("bands", Box::new(load(bands, fps))));
+        let mut permuted = PermutedIndex::builder();
+        permuted.max_distance(k).expected_len(n);
+        indexes.push((
+            "permuted",
+            Box::new(load(permuted.build().expect("layout"), fps)),
+        ));
+    }
+    let mut mih = MihIndex::builder();
+    mih.expected_len(n).max_distance(k);
+    indexes.push(("mih", Box::new(load(mih.build().expect("layout"), fps))));
+
+    let mut group = c.benchmark_group(format!("query_k{k}"));
+    let mut out = Vec::new();
+    for (name, index) in &indexes {
+        // The scan reads every fingerprint per query: fewer queries per iteration.
+        let count = if *name == "linear" { 8 } else { 256 };
+        let queries = near_queries(fps, count, k);
+        group.throughput(Throughput::Elements(count as u64));
+        group.bench_with_input(BenchmarkId::new(*name, n), &queries, |b, queries| {
+            b.iter(|| run_queries(index.as_ref(), queries, k, &mut out));
+        });
+    }
+    group.finish();
+}
+
+fn queries(c: &mut Criterion) {
+    let fps = corpus();
+    bench_radius(c, &fps, 3);
+    bench_radius(c, &fps, 10);
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(20);
+    targets = queries
+}
+criterion_main!(benches);

@@ -424,10 +424,11 @@ impl RunState {
         id: &str,
         object: Option<Map<String, Value>>,
         origin: &str,
+        language: Option<&str>,
     ) -> anyhow::Result<()> {
         serde_json::to_writer(
             &mut self.out.spool,
-            &json!({"id": id, "object": object, "origin": origin}),
+            &json!({"id": id, "object": object, "origin": origin, "language": language}),
         )?;
         self.out.spool.write_all(b"\n")?;
         Ok(())
@@ -471,7 +472,7 @@ impl RunState {
                     _ if too_short => self.counts.too_short += 1,
                     _ => self.counts.new += 1,
                 }
-                self.spool(&record.id, object, origin)?;
+                self.spool(&record.id, object, origin, outcome.language.as_deref())?;
             }
             Decision::Merged { rule, .. } => match rule {
                 MergeRule::Exact => self.counts.exact += 1,
@@ -480,7 +481,7 @@ impl RunState {
             Decision::AlreadyStored { survivor } => {
                 self.counts.already_stored += 1;
                 if survivor == record.id {
-                    self.spool(&record.id, object, origin)?;
+                    self.spool(&record.id, object, origin, outcome.language.as_deref())?;
                 } else {
                     self.already_merged.insert(record.id.clone());
                 }
@@ -527,6 +528,9 @@ impl RunState {
                 "neardup_fingerprint".into(),
                 json!(deduper.fingerprint_of(&id)),
             );
+            if let Some(lang) = v.get("language").filter(|l| !l.is_null()) {
+                obj.insert("neardup_language".into(), lang.clone());
+            }
             serde_json::to_writer(&mut kept_out, &Value::Object(obj))?;
             kept_out.write_all(b"\n")?;
             kept += 1;

@@ -13,11 +13,13 @@ use std::sync::Arc;
 use anyhow::{bail, Context};
 use std::path::Path;
 
+use neardup::text::TokenRule;
 use neardup::{
-    Deduper, FingerprintBits, HashAlgo, IdfTable, SimHasher, SqliteStore, Store, Weighting,
+    Deduper, FingerprintBits, HashAlgo, IdfTable, SimHasher, SimHasherBuilder, SqliteStore, Store,
+    Weighting,
 };
 
-use crate::args::{Cli, Command, ProfileArgs, ProfileName, RuleArgs, WeightingName};
+use crate::args::{Cli, Command, ProfileArgs, ProfileName, RuleArgs, TokensName, WeightingName};
 
 /// Opens the store named on the command line and the pipeline over it.
 pub fn open_deduper(
@@ -28,7 +30,7 @@ pub fn open_deduper(
 ) -> anyhow::Result<Deduper<Box<dyn Store>>> {
     let backend: Box<dyn Store> = Box::new(SqliteStore::open(store)?);
     let deduper = Deduper::builder()
-        .hasher(hasher(profile)?)
+        .hasher(hasher_builder(profile)?.detect_language(true).build()?)
         .rule(rule.rule())
         .expected_records(expected_records)
         .open(backend)?;
@@ -51,6 +53,11 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 
 /// Builds the hasher the profile options describe.
 pub fn hasher(p: &ProfileArgs) -> anyhow::Result<SimHasher> {
+    Ok(hasher_builder(p)?.build()?)
+}
+
+/// The hasher builder the profile options describe.
+pub fn hasher_builder(p: &ProfileArgs) -> anyhow::Result<SimHasherBuilder> {
     let weighting = match (p.weighting, &p.idf) {
         (WeightingName::Tf, None) => Weighting::Tf,
         (WeightingName::Presence, None) => Weighting::Presence,
@@ -73,6 +80,15 @@ pub fn hasher(p: &ProfileArgs) -> anyhow::Result<SimHasher> {
         } else {
             FingerprintBits::Bits64
         })
-        .weighting(weighting);
-    Ok(builder.build()?)
+        .weighting(weighting)
+        .stopwords(p.stopwords);
+    let builder = match (p.tokens, p.profile) {
+        (TokensName::Words, _) => builder,
+        (_, ProfileName::Blake2b) => bail!(
+            "--tokens applies to the xxh3 profile; blake2b tokenises as seed 000's Python does"
+        ),
+        (TokensName::Jieba, _) => builder.tokens(TokenRule::UnicodeJieba),
+        (TokensName::Chars, _) => builder.tokens(TokenRule::Characters),
+    };
+    Ok(builder)
 }

@@ -1,7 +1,48 @@
 //! Hamming-space indexes: every stored fingerprint within `max_distance` bits of a query.
 //!
-//! (Owned by the index work: see issue "index". This file fixes the interface the rest of
-//! the crate programs against.)
+//! Four exact indexes share one interface, [`HammingIndex`]:
+//!
+//! | type | candidate generator | good for |
+//! |---|---|---|
+//! | [`LinearIndex`] | none: a vectorised XOR-popcount scan | tests (the oracle), tiny sets, baselines |
+//! | [`BandIndex`] | `b` contiguous bands, exact match on one band (pigeonhole) | small `k`, `k < b` |
+//! | [`PermutedIndex`] | Manku et al. (2007): tables sorted by a permuted prefix | `k <= 4` at any size |
+//! | [`MihIndex`] | Norouzi et al. (2012): multi-index hashing, substring balls | `k` of 6 to 16 |
+//!
+//! [`AutoIndex`] picks one of them from a [`plan`](plan::choose_layout) for the expected
+//! size and radius, and [`join::self_join`] reports every near pair of a batch at once.
+//!
+//! Every index verifies every candidate by the full XOR popcount, so a result is never a
+//! shared band or prefix alone, and the layouts guarantee recall: no stored fingerprint
+//! within `max_distance` is ever missed, unless a per-probe candidate cap was configured and
+//! hit, which [`QueryStats::capped_probes`] and [`IndexStats::capped_probes`] then report.
+//!
+//! Why no crate: the index is the product's core, its layouts and costs are what
+//! [`plan`] reasons about, and none of the Hamming-search crates we looked at offers
+//! erasure, exact recall with skew caps and a shared interface at once.
+
+mod auto;
+pub mod bands;
+pub mod join;
+pub mod linear;
+pub mod mih;
+pub mod permuted;
+pub mod plan;
+mod table;
+
+#[cfg(test)]
+mod tests;
+
+pub use auto::AutoIndex;
+pub use bands::{BandIndex, BandIndexBuilder};
+pub use join::{self_join, self_join_with, NearPair};
+pub use linear::LinearIndex;
+pub use mih::{MihIndex, MihIndexBuilder};
+pub use permuted::{PermutedIndex, PermutedIndexBuilder, PermutedLayout};
+pub use plan::{
+    choose_layout, format_plans, plan_layouts, LayoutKind, LayoutPlan, PlanRequest,
+    DEFAULT_BYTES_PER_FINGERPRINT,
+};
 
 /// One verified result of a query: a stored id and its exact Hamming distance to the query.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -22,7 +63,7 @@ pub enum IndexError {
     MaxDistanceUnsupported {
         /// The requested radius in bits.
         max_distance: u32,
-        /// The number of blocks in the layout.
+        /// The number of blocks in the layout (the radius it answers is `blocks - 1`).
         blocks: u32,
     },
     /// The id is already stored and replacement was not asked for.
@@ -34,33 +75,172 @@ pub enum IndexError {
     /// A layout parameter is out of range.
     #[error("invalid index layout: {0}")]
     InvalidLayout(String),
+    /// The index holds as many rows as its 32-bit row numbers can address.
+    #[error("index is full at {rows} rows: split the collection across several indexes")]
+    Full {
+        /// The number of rows stored.
+        rows: usize,
+    },
+    /// No layout within the memory budget can answer the radius exactly.
+    #[error("no layout answers max_distance {max_distance} for {fingerprints} fingerprints within {budget_bytes} bytes: raise the memory budget or lower max_distance")]
+    OverBudget {
+        /// The requested radius in bits.
+        max_distance: u32,
+        /// The planned number of fingerprints.
+        fingerprints: u64,
+        /// The memory budget in bytes.
+        budget_bytes: u64,
+    },
+}
+
+/// What one query did: how many table lookups and candidates it took, and whether a
+/// candidate cap cut any lookup short.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueryStats {
+    /// Table lookups (probes), not counting the scan of the insert buffer.
+    pub probes: u64,
+    /// Candidates read and verified by popcount, including the insert buffer.
+    pub candidates: u64,
+    /// Probes whose bucket or run was longer than the configured cap and was cut short.
+    /// When this is non-zero the result may miss fingerprints within `max_distance`.
+    pub capped_probes: u64,
+}
+
+impl QueryStats {
+    /// Adds another query's counts to these.
+    pub fn add(&mut self, other: QueryStats) {
+        self.probes += other.probes;
+        self.candidates += other.candidates;
+        self.capped_probes += other.capped_probes;
+    }
+
+    /// Whether the result is guaranteed to hold every stored fingerprint within the radius
+    /// (true unless the candidate cap was hit).
+    pub fn is_complete(&self) -> bool {
+        self.capped_probes == 0
+    }
+}
+
+/// A snapshot of an index's shape, for monitoring skew and memory.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IndexStats {
+    /// Stored (live) fingerprints.
+    pub len: usize,
+    /// Lookup tables (0 for the linear scan).
+    pub tables: usize,
+    /// The longest bucket or sorted run over all tables: with clustered fingerprints this,
+    /// not the average, bounds the cost of an unlucky probe.
+    pub largest_bucket: usize,
+    /// Fingerprints waiting in the insert buffer (scanned linearly by every query).
+    pub buffered: usize,
+    /// Removed fingerprints still occupying table slots until the next merge or compaction.
+    pub tombstones: usize,
+    /// Probes cut short by the candidate cap since the index was built.
+    pub capped_probes: u64,
+    /// Approximate heap bytes used.
+    pub memory_bytes: usize,
+    /// A human description of the layout.
+    pub layout: String,
 }
 
 /// The interface shared by every Hamming index.
+///
+/// Fingerprints are plain `u64`s; ids are the caller's `u64`s and are unique per index.
 pub trait HammingIndex {
     /// Stores `fingerprint` under `id`.
     ///
     /// # Errors
-    /// [`IndexError::DuplicateId`] when `id` is already stored.
+    /// [`IndexError::DuplicateId`] when `id` is already stored, [`IndexError::Full`] when
+    /// the index cannot address another row.
     fn insert(&mut self, id: u64, fingerprint: u64) -> Result<(), IndexError>;
+
     /// Stores `fingerprint` under `id`, replacing what `id` had; returns the old fingerprint.
-    fn replace(&mut self, id: u64, fingerprint: u64) -> Option<u64>;
+    ///
+    /// # Errors
+    /// [`IndexError::Full`] when the index cannot address another row.
+    fn replace(&mut self, id: u64, fingerprint: u64) -> Result<Option<u64>, IndexError>;
+
     /// Removes `id` and every entry it has in every table; returns its fingerprint.
+    ///
+    /// After this returns no query reports `id`. Table slots may linger as tombstones
+    /// until the next merge; [`HammingIndex::compact`] purges them at once.
     fn remove(&mut self, id: u64) -> Option<u64>;
+
     /// The fingerprint stored under `id`.
     fn get(&self, id: u64) -> Option<u64>;
+
     /// Every stored `(id, distance)` with `distance <= max_distance`, sorted by (distance, id).
     ///
     /// # Errors
     /// [`IndexError::MaxDistanceUnsupported`] when the layout cannot answer `max_distance`
     /// exactly.
-    fn query(&self, fingerprint: u64, max_distance: u32) -> Result<Vec<Match>, IndexError>;
+    fn query(&self, fingerprint: u64, max_distance: u32) -> Result<Vec<Match>, IndexError> {
+        let mut out = Vec::new();
+        self.query_into(fingerprint, max_distance, &mut out)?;
+        Ok(out)
+    }
+
+    /// Like [`HammingIndex::query`], but clears and fills `out` (so a loop of queries
+    /// allocates nothing) and returns what the query cost.
+    ///
+    /// # Errors
+    /// [`IndexError::MaxDistanceUnsupported`] when the layout cannot answer `max_distance`
+    /// exactly.
+    fn query_into(
+        &self,
+        fingerprint: u64,
+        max_distance: u32,
+        out: &mut Vec<Match>,
+    ) -> Result<QueryStats, IndexError>;
+
+    /// Answers many queries at once: clears `out` and fills it with `(query position,
+    /// match)`, sorted by position and then (distance, id). Table indexes overlap the
+    /// memory accesses of several queries, which is much faster than a loop of single
+    /// queries on tables larger than the cache.
+    ///
+    /// # Errors
+    /// [`IndexError::MaxDistanceUnsupported`] when the layout cannot answer `max_distance`
+    /// exactly.
+    fn query_batch(
+        &self,
+        fingerprints: &[u64],
+        max_distance: u32,
+        out: &mut Vec<(usize, Match)>,
+    ) -> Result<QueryStats, IndexError> {
+        out.clear();
+        let mut total = QueryStats::default();
+        let mut one = Vec::new();
+        for (at, &fingerprint) in fingerprints.iter().enumerate() {
+            let stats = self.query_into(fingerprint, max_distance, &mut one)?;
+            total.add(stats);
+            out.extend(one.iter().map(|&m| (at, m)));
+        }
+        Ok(total)
+    }
+
+    /// The largest `max_distance` this index answers exactly.
+    fn max_supported_distance(&self) -> u32;
+
     /// The number of stored fingerprints.
     fn len(&self) -> usize;
+
     /// Whether nothing is stored.
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
     /// Approximate heap bytes used.
     fn memory_bytes(&self) -> usize;
+
+    /// Merges buffered inserts into the tables and drops every tombstone, so that removed
+    /// fingerprints no longer occupy memory.
+    fn compact(&mut self);
+
+    /// A snapshot of the index's shape: largest bucket, tables, capped probes, memory.
+    fn stats(&self) -> IndexStats;
+}
+
+/// Sorts results by (distance, id), the order every query promises.
+pub(crate) fn sort_matches(out: &mut [Match]) {
+    out.sort_unstable();
 }

@@ -53,6 +53,7 @@ type Scored = Vec<(u64, Scores)>;
 
 /// One record after analysis, before the decision.
 struct Prepared {
+    language: Option<String>,
     shingle_count: usize,
     boilerplate_removed: usize,
     fingerprint: u128,
@@ -76,6 +77,8 @@ pub struct Outcome {
     pub shingles: usize,
     /// Shingle occurrences removed as its host's boilerplate.
     pub boilerplate_removed: usize,
+    /// Its language (ISO 639-3), when the profile detects languages.
+    pub language: Option<String>,
 }
 
 /// Per-cluster view for outputs.
@@ -462,6 +465,7 @@ impl<S: Store> Deduper<S> {
                     merges: Vec::new(),
                     shingles: 0,
                     boilerplate_removed: 0,
+                    language: None,
                 },
                 Ok(p) => self.decide(record, p, now, &mut batch)?,
             };
@@ -524,6 +528,7 @@ impl<S: Store> Deduper<S> {
     ) -> Result<Outcome> {
         let fingerprint = self.fingerprint_hex(p.fingerprint);
         let (shingles, boilerplate_removed) = (p.shingle_count, p.boilerplate_removed);
+        let language = p.language.clone();
         if let Some(&h) = self.by_id.get(record.id.as_str()) {
             let meta = &self.meta[&h];
             let decision = if meta.content_hash == p.content_hash {
@@ -545,6 +550,7 @@ impl<S: Store> Deduper<S> {
                 merges: Vec::new(),
                 shingles,
                 boilerplate_removed,
+                language,
             });
         }
         let first_seen = record.first_seen.unwrap_or(now);
@@ -598,6 +604,7 @@ impl<S: Store> Deduper<S> {
             survivor,
             arrival,
             tokens: p.tokens.min(u32::MAX as usize) as u32,
+            language: p.language.clone(),
         };
         let indexed = !too_short;
         self.remember(&stored, indexed);
@@ -622,6 +629,7 @@ impl<S: Store> Deduper<S> {
                 merges: Vec::new(),
                 shingles,
                 boilerplate_removed,
+                language,
             });
         };
         let matched_id = self.meta[&matched_handle].id.to_string();
@@ -667,6 +675,7 @@ impl<S: Store> Deduper<S> {
                 merges: vec![entry],
                 shingles,
                 boilerplate_removed,
+                language,
             });
         }
         // `remember` already added the record to its survivor's members.
@@ -695,6 +704,7 @@ impl<S: Store> Deduper<S> {
             merges: vec![entry],
             shingles,
             boilerplate_removed,
+            language,
         })
     }
 
@@ -863,6 +873,7 @@ fn prepare(
         Err(e) => return Err(e.to_string()),
     };
     Ok(Prepared {
+        language: analysis.language.as_ref().map(|l| l.code.to_owned()),
         shingle_count: analysis.shingle_count,
         boilerplate_removed: analysis.boilerplate_removed,
         fingerprint: analysis.fingerprint.value(),

@@ -383,3 +383,10 @@ fn sqlite_store_persists_clusters_and_refuses_another_profile() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn deduper_over_the_sqlite_store_is_send_and_sync() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Deduper<SqliteStore>>();
+    assert_send_sync::<Deduper<Box<dyn Store>>>();
+}

@@ -82,6 +82,8 @@ pub struct StoredRecord {
     pub arrival: Arrival,
     /// Words in it.
     pub tokens: u32,
+    /// Its language (ISO 639-3), when detected.
+    pub language: Option<String>,
 }
 
 /// One merge-log entry: a merged record, the survivor it went to, and why (seed 000: the rule
@@ -198,7 +200,7 @@ impl<T: Store + ?Sized> Store for Box<T> {
 
 /// The persistence interface of the pipeline. Implemented by [`SqliteStore`] (the embedded
 /// default) and [`MemoryStore`] (tests, throwaway runs).
-pub trait Store: Send {
+pub trait Store: Send + Sync {
     /// The fingerprint profile the store was created with, if any record was ever stored.
     ///
     /// # Errors

@@ -3,6 +3,7 @@
 //! Users can read the merge log with `sqlite3 neardup.db 'select * from merges'`.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
 
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
@@ -26,7 +27,8 @@ CREATE TABLE IF NOT EXISTS records (
     retention_class TEXT,
     survivor INTEGER NOT NULL,
     arrival TEXT NOT NULL,
-    tokens INTEGER NOT NULL
+    tokens INTEGER NOT NULL,
+    language TEXT
 );
 CREATE INDEX IF NOT EXISTS records_survivor ON records(survivor);
 CREATE INDEX IF NOT EXISTS records_retention ON records(retention_class, first_seen);
@@ -60,7 +62,9 @@ CREATE TABLE IF NOT EXISTS boilerplate (
 
 /// The SQLite store.
 pub struct SqliteStore {
-    conn: Connection,
+    // A mutex makes the store Sync, so readers on several threads (the HTTP service) can
+    // share it; SQLite serialises writers anyway.
+    conn: Mutex<Connection>,
     path: PathBuf,
 }
 
@@ -95,7 +99,7 @@ impl SqliteStore {
             .map_err(err)?;
         conn.execute_batch(SCHEMA).map_err(err)?;
         let store = SqliteStore {
-            conn,
+            conn: Mutex::new(conn),
             path: path.to_owned(),
         };
         match store.meta("schema_version")? {
@@ -111,6 +115,12 @@ impl SqliteStore {
         Ok(store)
     }
 
+    fn conn(&self) -> MutexGuard<'_, Connection> {
+        // A panic while holding the lock cannot leave SQLite half-written (transactions
+        // roll back), so a poisoned lock is still usable.
+        self.conn.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn err(&self, e: rusqlite::Error) -> Error {
         Error::Store {
             path: self.path.clone(),
@@ -119,14 +129,14 @@ impl SqliteStore {
     }
 
     fn meta(&self, key: &str) -> Result<Option<String>> {
-        self.conn
+        self.conn()
             .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
             .optional()
             .map_err(|e| self.err(e))
     }
 
     fn set_meta(&self, key: &str, value: &str) -> Result<()> {
-        self.conn
+        self.conn()
             .execute(
                 "INSERT INTO meta (key, value) VALUES (?1, ?2)
                  ON CONFLICT(key) DO UPDATE SET value = excluded.value",
@@ -140,8 +150,8 @@ impl SqliteStore {
         {
             let mut ins = tx.prepare_cached(
                 "INSERT INTO records (handle, id, fingerprint, content_hash, url, host, first_seen,
-                    retention_class, survivor, arrival, tokens)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                    retention_class, survivor, arrival, tokens, language)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
             )?;
             let mut sh = tx.prepare_cached("INSERT INTO shingles (handle, ids) VALUES (?1, ?2)")?;
             for n in &batch.records {
@@ -158,6 +168,7 @@ impl SqliteStore {
                     r.survivor as i64,
                     r.arrival.as_str(),
                     i64::from(r.tokens),
+                    r.language,
                 ])?;
                 if !n.shingles.is_empty() {
                     sh.execute(params![r.handle as i64, ids_to_blob(&n.shingles)])?;
@@ -253,11 +264,11 @@ impl Store for SqliteStore {
     }
 
     fn load(&self, f: &mut dyn FnMut(StoredRecord)) -> Result<()> {
-        let mut stmt = self
-            .conn
+        let conn = self.conn();
+        let mut stmt = conn
             .prepare(
                 "SELECT handle, id, fingerprint, content_hash, url, host, first_seen,
-                    retention_class, survivor, arrival, tokens
+                    retention_class, survivor, arrival, tokens, language
                  FROM records ORDER BY handle",
             )
             .map_err(|e| self.err(e))?;
@@ -288,6 +299,7 @@ impl Store for SqliteStore {
                     survivor: row.get::<_, i64>(8)? as u64,
                     arrival: Arrival::parse(&arrival).ok_or_else(|| bad("arrival"))?,
                     tokens: row.get::<_, i64>(10)? as u32,
+                    language: row.get(11)?,
                 })
             })()
             .map_err(|e| self.err(e))?;
@@ -297,8 +309,8 @@ impl Store for SqliteStore {
     }
 
     fn shingles(&self, handle: u64) -> Result<Option<Vec<u32>>> {
-        let mut stmt = self
-            .conn
+        let conn = self.conn();
+        let mut stmt = conn
             .prepare_cached("SELECT ids FROM shingles WHERE handle = ?1")
             .map_err(|e| self.err(e))?;
         stmt.query_row([handle as i64], |r| {
@@ -310,8 +322,8 @@ impl Store for SqliteStore {
     }
 
     fn boilerplate(&self) -> Result<Vec<(String, HostBoilerplate)>> {
-        let mut stmt = self
-            .conn
+        let conn = self.conn();
+        let mut stmt = conn
             .prepare("SELECT host, pages, shingles FROM boilerplate ORDER BY host")
             .map_err(|e| self.err(e))?;
         let rows = stmt
@@ -334,8 +346,8 @@ impl Store for SqliteStore {
     }
 
     fn merges(&self, f: &mut dyn FnMut(MergeLogEntry)) -> Result<()> {
-        let mut stmt = self
-            .conn
+        let conn = self.conn();
+        let mut stmt = conn
             .prepare(
                 "SELECT kept, merged, merged_fingerprint, rule, distance, jaccard, matched,
                     source_urls, at FROM merges ORDER BY seq",
@@ -364,8 +376,8 @@ impl Store for SqliteStore {
     }
 
     fn rejections(&self, f: &mut dyn FnMut(Rejection)) -> Result<()> {
-        let mut stmt = self
-            .conn
+        let conn = self.conn();
+        let mut stmt = conn
             .prepare("SELECT record, candidate, distance, jaccard FROM rejections ORDER BY seq")
             .map_err(|e| self.err(e))?;
         let mut rows = stmt.query([]).map_err(|e| self.err(e))?;
@@ -393,7 +405,8 @@ impl Store for SqliteStore {
             path: path.clone(),
             reason: e.to_string(),
         };
-        let tx = self.conn.transaction().map_err(err)?;
+        let mut conn = self.conn();
+        let tx = conn.transaction().map_err(err)?;
         Self::apply(&tx, batch).map_err(err)?;
         tx.commit().map_err(err)
     }

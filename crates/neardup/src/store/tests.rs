@@ -21,6 +21,7 @@ fn record(handle: u64, id: &str, survivor: u64) -> NewRecord {
                 Arrival::Near
             },
             tokens: 123,
+            language: Some("eng".into()),
         },
         shingles: vec![1, 5, 9, handle as u32 + 100],
     }
@@ -54,10 +55,10 @@ fn merges(store: &dyn Store) -> Vec<MergeLogEntry> {
 
 fn commit_then_load_round_trips(store: &mut dyn Store) {
     assert_eq!(store.profile().unwrap(), None);
-    store.set_profile("neardup/1/xxh3/w4/b64/tf").unwrap();
+    store.set_profile("neardup/2/xxh3/w4/b64/tf").unwrap();
     assert_eq!(
         store.profile().unwrap().as_deref(),
-        Some("neardup/1/xxh3/w4/b64/tf")
+        Some("neardup/2/xxh3/w4/b64/tf")
     );
     let batch = Batch {
         records: vec![record(1, "a", 1), record(2, "b", 1)],
