@@ -81,6 +81,25 @@ pub struct Outcome {
     pub language: Option<String>,
 }
 
+/// One stored record as the pipeline sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordView {
+    /// Its id.
+    pub id: String,
+    /// Its fingerprint, hex.
+    pub fingerprint: String,
+    /// Its cluster's survivor.
+    pub survivor: String,
+    /// When it was first seen.
+    pub first_seen: Timestamp,
+    /// Its source URL.
+    pub url: Option<String>,
+    /// Its retention class.
+    pub retention_class: Option<String>,
+    /// Whether the Hamming index holds it (not too short, not evicted by a window).
+    pub indexed: bool,
+}
+
 /// Per-cluster view for outputs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClusterView {
@@ -726,6 +745,44 @@ impl<S: Store> Deduper<S> {
                 .map(|m| self.meta[m].id.to_string())
                 .collect(),
         })
+    }
+
+    /// What the pipeline knows of a stored record.
+    pub fn record(&self, id: &str) -> Option<RecordView> {
+        let h = *self.by_id.get(id)?;
+        let m = &self.meta[&h];
+        Some(RecordView {
+            id: m.id.to_string(),
+            fingerprint: self.fingerprint_hex(m.fingerprint),
+            survivor: self.meta[&m.survivor].id.to_string(),
+            first_seen: m.first_seen,
+            url: m.url.as_deref().map(str::to_owned),
+            retention_class: m.retention_class.as_deref().map(str::to_owned),
+            indexed: m.indexed && self.index.get(h).is_some(),
+        })
+    }
+
+    /// Takes records first seen before `before` out of the Hamming index and the exact tier
+    /// (a sliding window: newer records are compared only with recent ones); they stay in the
+    /// store and in their clusters. Returns how many were taken out.
+    pub fn evict_from_index_before(&mut self, before: Timestamp) -> usize {
+        let old: Vec<u64> = self
+            .meta
+            .iter()
+            .filter(|(_, m)| m.first_seen < before)
+            .map(|(&h, _)| h)
+            .collect();
+        let mut n = 0;
+        for h in old {
+            let m = &self.meta[&h];
+            let mut hit = self.index.remove(h).is_some();
+            if self.by_content.get(&m.content_hash) == Some(&h) {
+                self.by_content.remove(&m.content_hash);
+                hit = true;
+            }
+            n += usize::from(hit);
+        }
+        n
     }
 
     /// Whether `id` is stored.

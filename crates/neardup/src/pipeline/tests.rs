@@ -390,3 +390,30 @@ fn deduper_over_the_sqlite_store_is_send_and_sync() {
     assert_send_sync::<Deduper<SqliteStore>>();
     assert_send_sync::<Deduper<Box<dyn Store>>>();
 }
+
+#[test]
+fn sliding_window_evicts_old_records_from_the_index_only() {
+    let mut d = memory();
+    let a = doc(20, 200);
+    d.process(
+        &[Record::new("old", a.clone()).with_first_seen(t("2026-11-30T00:00:00Z"))],
+        t(NOW),
+    )
+    .unwrap();
+    assert!(d.record("old").unwrap().indexed);
+    assert_eq!(d.evict_from_index_before(t("2026-11-30T00:05:00Z")), 1);
+    assert!(!d.record("old").unwrap().indexed);
+    // A copy arriving later is no longer compared with it, but the old record stays stored.
+    let out = d
+        .process(
+            &[Record::new("new", a).with_first_seen(t("2026-11-30T00:06:00Z"))],
+            t(NOW),
+        )
+        .unwrap();
+    assert!(
+        matches!(out[0].decision, Decision::Kept { .. }),
+        "{:?}",
+        out[0].decision
+    );
+    assert!(d.contains("old"));
+}
