@@ -187,21 +187,52 @@ pub struct RuleArgs {
     /// least this.
     #[arg(long, value_name = "J", default_value_t = neardup::pipeline::DEFAULT_MIN_JACCARD)]
     pub min_jaccard: f64,
-    /// Records with fewer words get only the exact tier (SimHash of short text is unstable).
+    /// Records with fewer words are short: word SimHash of a handful of words is unstable.
     #[arg(long, value_name = "WORDS", default_value_t = neardup::pipeline::DEFAULT_MIN_WORDS)]
     pub min_words: usize,
+    /// Short records: `chars` compares character n-grams (measured: F1 0.98 on light edits
+    /// of real short texts), `exact` only exact normalised text (F1 0.31).
+    #[arg(long, value_enum, default_value_t = ShortTextName::Chars)]
+    pub short_text: ShortTextName,
+    /// Characters per n-gram for short records.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub short_ngram: usize,
+    /// Candidate radius in bits for short records.
+    #[arg(long, value_name = "BITS", default_value_t = 16)]
+    pub short_max_distance: u32,
+    /// Jaccard threshold over character n-grams for short records.
+    #[arg(long, value_name = "J", default_value_t = 0.7)]
+    pub short_min_jaccard: f64,
 }
 
 impl RuleArgs {
     /// The library rule.
     pub fn rule(&self) -> neardup::Rule {
+        let short_text = match self.short_text {
+            ShortTextName::Exact => neardup::pipeline::ShortText::ExactOnly,
+            ShortTextName::Chars => neardup::pipeline::ShortText::CharNgrams {
+                width: self.short_ngram,
+                max_distance: self.short_max_distance,
+                min_jaccard: self.short_min_jaccard,
+            },
+        };
         neardup::Rule {
             max_distance: self.max_distance,
             min_jaccard: self.min_jaccard,
             min_words: self.min_words,
+            short_text,
             ..neardup::Rule::default()
         }
     }
+}
+
+/// Short-text policies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ShortTextName {
+    /// Exact normalised comparison only.
+    Exact,
+    /// Character n-gram SimHash and Jaccard.
+    Chars,
 }
 
 /// Feature-hash profile names.

@@ -56,6 +56,10 @@ pub struct DedupArgs {
     pub batch_size: usize,
 }
 
+/// A record waiting for its batch: the library record, its JSON object (for kept.jsonl) and
+/// where it came from.
+type Pending = (Record, Option<Map<String, Value>>, String);
+
 /// Counts for the report.
 #[derive(Debug, Default)]
 struct Counts {
@@ -64,11 +68,22 @@ struct Counts {
     too_short: u64,
     exact: u64,
     near: u64,
+    short_near: u64,
     displaced_survivor: u64,
     already_stored: u64,
     rejected: u64,
     text_bytes: u64,
     verify_rejections: u64,
+}
+
+impl Counts {
+    fn count(&mut self, rule: MergeRule) {
+        match rule {
+            MergeRule::Exact => self.exact += 1,
+            MergeRule::SimhashJaccard => self.near += 1,
+            MergeRule::CharsJaccard => self.short_near += 1,
+        }
+    }
 }
 
 struct HostShare {
@@ -108,9 +123,8 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
         hosts: BTreeMap::new(),
     };
     let progress = progress_bar(show, "deduplicating");
-    let mut batch: Vec<(Record, Option<Map<String, Value>>, String)> =
-        Vec::with_capacity(args.batch_size);
-    let flush = |batch: &mut Vec<(Record, Option<Map<String, Value>>, String)>,
+    let mut batch: Vec<Pending> = Vec::with_capacity(args.batch_size);
+    let flush = |batch: &mut Vec<Pending>,
                  deduper: &mut Deduper<Box<dyn Store>>,
                  state: &mut RunState|
      -> anyhow::Result<()> {
@@ -192,7 +206,7 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
         "rejected": c.rejected,
         "accounting_balanced": balanced,
         "decisions": {
-            "new": c.new, "too_short": c.too_short, "exact": c.exact, "near": c.near,
+            "new": c.new, "too_short": c.too_short, "exact": c.exact, "near": c.near, "short_near": c.short_near,
             "displaced_survivors": c.displaced_survivor, "already_stored": c.already_stored,
         },
         "verification_rejections": c.verify_rejections,
@@ -228,8 +242,8 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
     state.out.finish(&report)?;
     if !args.quiet {
         eprintln!(
-            "neardup: {} records: {} kept, {} merged ({} exact, {} near), {} rejected; {:.1} MB in {:.1}s ({:.0} MB/s); store {} holds {} records in {} clusters",
-            c.input, kept, merged, c.exact, c.near, c.rejected,
+            "neardup: {} records: {} kept, {} merged ({} exact, {} near, {} short near), {} rejected; {:.1} MB in {:.1}s ({:.0} MB/s); store {} holds {} records in {} clusters",
+            c.input, kept, merged, c.exact, c.near, c.short_near, c.rejected,
             c.text_bytes as f64 / 1e6, elapsed, c.text_bytes as f64 / 1e6 / elapsed.max(1e-9),
             args.store.display(), stats.records, stats.clusters
         );
@@ -274,10 +288,7 @@ fn progress_bar(show: bool, what: &str) -> ProgressBar {
 }
 
 /// Turns an input record into a library record, keeping its JSON object and origin.
-fn convert(
-    r: input::Record,
-    args: &InputArgs,
-) -> Result<(Record, Option<Map<String, Value>>, String), Reject> {
+fn convert(r: input::Record, args: &InputArgs) -> Result<Pending, Reject> {
     let first_seen = match &r.first_seen {
         None => None,
         Some(t) => Some(Timestamp::parse_rfc3339(t).map_err(|e| Reject {
@@ -464,20 +475,14 @@ impl RunState {
                 match (joined, displaced) {
                     (Some((rule, _, _)), Some(_)) => {
                         self.counts.displaced_survivor += 1;
-                        match rule {
-                            MergeRule::Exact => self.counts.exact += 1,
-                            MergeRule::SimhashJaccard => self.counts.near += 1,
-                        }
+                        self.counts.count(rule);
                     }
                     _ if too_short => self.counts.too_short += 1,
                     _ => self.counts.new += 1,
                 }
                 self.spool(&record.id, object, origin, outcome.language.as_deref())?;
             }
-            Decision::Merged { rule, .. } => match rule {
-                MergeRule::Exact => self.counts.exact += 1,
-                MergeRule::SimhashJaccard => self.counts.near += 1,
-            },
+            Decision::Merged { rule, .. } => self.counts.count(rule),
             Decision::AlreadyStored { survivor } => {
                 self.counts.already_stored += 1;
                 if survivor == record.id {

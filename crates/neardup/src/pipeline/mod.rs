@@ -14,7 +14,8 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 pub use decision::{
-    Decision, MergeRule, Rule, DEFAULT_MAX_DISTANCE, DEFAULT_MIN_JACCARD, DEFAULT_MIN_WORDS,
+    Decision, MergeRule, Rule, ShortText, DEFAULT_MAX_DISTANCE, DEFAULT_MIN_JACCARD,
+    DEFAULT_MIN_WORDS, DEFAULT_SHORT_TEXT,
 };
 pub use reevaluate::Change;
 
@@ -22,9 +23,11 @@ use crate::fingerprint::{Field, FingerprintBits, Scratch, SimHasher};
 use crate::index::{AutoIndex, HammingIndex, IndexStats};
 use crate::record::{Record, Timestamp};
 use crate::store::{
-    Arrival, Batch, HostBoilerplate, MergeLogEntry, NewRecord, Rejection, Store, StoredRecord,
+    Arrival, Batch, Features, HostBoilerplate, MergeLogEntry, NewRecord, Rejection, Store,
+    StoredRecord,
 };
 use crate::text::Boilerplate;
+use crate::text::TokenRule;
 use crate::verify::{jaccard, shingle_ids, Scores};
 use crate::{Error, Result};
 
@@ -38,7 +41,7 @@ struct Meta {
     content_hash: u128,
     fingerprint: u128,
     retention_class: Option<Arc<str>>,
-    indexed: bool,
+    features: Features,
 }
 
 /// A host's boilerplate as the pipeline uses it.
@@ -53,6 +56,7 @@ type Scored = Vec<(u64, Scores)>;
 
 /// One record after analysis, before the decision.
 struct Prepared {
+    features: Features,
     language: Option<String>,
     shingle_count: usize,
     boilerplate_removed: usize,
@@ -163,27 +167,47 @@ impl DeduperBuilder {
     /// [`Error::InvalidConfig`] for bad thresholds; store failures.
     pub fn open<S: Store>(self, mut store: S) -> Result<Deduper<S>> {
         self.rule.validate()?;
-        let profile = self.hasher.profile().to_string();
-        match store.profile()? {
-            Some(stored) if stored != profile => {
-                return Err(Error::ConfigMismatch {
-                    stored,
-                    current: profile,
-                })
+        let short_hasher = match self.rule.short_text {
+            ShortText::ExactOnly => None,
+            ShortText::CharNgrams { width, .. } => Some(
+                SimHasher::builder()
+                    .tokens(TokenRule::Characters)
+                    .shingle_width(width)
+                    .bits(self.hasher.profile().bits())
+                    .build()?,
+            ),
+        };
+        let short_profile = short_hasher
+            .as_ref()
+            .map_or_else(|| "exact-only".to_owned(), |h| h.profile().to_string());
+        for (key, current) in [
+            ("profile", self.hasher.profile().to_string()),
+            ("short_profile", short_profile),
+        ] {
+            match store.meta(key)? {
+                Some(stored) if stored != current => {
+                    return Err(Error::ConfigMismatch { stored, current })
+                }
+                Some(_) => {}
+                None => store.set_meta(key, &current)?,
             }
-            Some(_) => {}
-            None => store.set_profile(&profile)?,
         }
         let mut stored = Vec::new();
         store.load(&mut |r| stored.push(r))?;
         let expected = self.expected_records.max(stored.len() as u64).max(1024);
-        let mut index = AutoIndex::for_size(expected, self.rule.max_distance)?;
+        let short_radius = match self.rule.short_text {
+            ShortText::CharNgrams { max_distance, .. } => max_distance,
+            ShortText::ExactOnly => 0,
+        };
         let mut d = Deduper {
             hasher: self.hasher,
+            short_hasher,
             rule: self.rule,
             store,
             index_planned_for: expected,
-            index: AutoIndex::for_size(1, self.rule.max_distance)?,
+            index: AutoIndex::for_size(expected, self.rule.max_distance)?,
+            short_index: AutoIndex::for_size(1024, short_radius)?,
+            short_planned_for: 1024,
             meta: HashMap::with_capacity(stored.len()),
             by_id: HashMap::with_capacity(stored.len()),
             by_content: HashMap::with_capacity(stored.len()),
@@ -193,17 +217,22 @@ impl DeduperBuilder {
             pending: HashMap::new(),
             poisoned: false,
         };
-        let mut entries = Vec::with_capacity(stored.len());
+        let (mut words, mut chars) = (Vec::new(), Vec::new());
         for r in stored {
             d.next_handle = d.next_handle.max(r.handle + 1);
-            let indexed = r.arrival != Arrival::TooShort;
-            if indexed {
-                entries.push((r.handle, r.fingerprint as u64));
+            match r.features {
+                Features::Words => words.push((r.handle, r.fingerprint as u64)),
+                Features::Chars => chars.push((r.handle, r.fingerprint as u64)),
+                Features::ExactOnly => {}
             }
-            d.remember(&r, indexed);
+            d.remember(&r);
         }
-        index.extend(entries)?;
-        d.index = index;
+        if chars.len() > 1024 {
+            d.short_planned_for = chars.len() as u64 * 2;
+            d.short_index = AutoIndex::for_size(d.short_planned_for, short_radius)?;
+        }
+        d.index.extend(words)?;
+        d.short_index.extend(chars)?;
         for (host, b) in d.store.boilerplate()? {
             let set = Arc::new(Boilerplate::from_hashes(b.shingles.iter().copied()));
             d.hosts.insert(host, HostState { stored: b, set });
@@ -215,9 +244,14 @@ impl DeduperBuilder {
 /// The near-duplicate pipeline over a store.
 pub struct Deduper<S: Store> {
     hasher: SimHasher,
+    /// Character n-gram hasher for short records, in short-text mode.
+    short_hasher: Option<SimHasher>,
     rule: Rule,
     store: S,
     index: AutoIndex,
+    /// Fingerprints of short records (character n-grams), in short-text mode.
+    short_index: AutoIndex,
+    short_planned_for: u64,
     index_planned_for: u64,
     meta: HashMap<u64, Meta>,
     by_id: HashMap<Arc<str>, u64>,
@@ -269,7 +303,7 @@ impl<S: Store> Deduper<S> {
         &self.store
     }
 
-    fn remember(&mut self, r: &StoredRecord, indexed: bool) {
+    fn remember(&mut self, r: &StoredRecord) {
         let id: Arc<str> = Arc::from(r.id.as_str());
         self.meta.insert(
             r.handle,
@@ -281,7 +315,7 @@ impl<S: Store> Deduper<S> {
                 content_hash: r.content_hash,
                 fingerprint: r.fingerprint,
                 retention_class: r.retention_class.as_deref().map(Arc::from),
-                indexed,
+                features: r.features,
             },
         );
         self.by_id.insert(id, r.handle);
@@ -356,7 +390,8 @@ impl<S: Store> Deduper<S> {
     }
 
     fn prepare(&self, record: &Record, scratch: &mut Scratch) -> Result<Prepared, String> {
-        prepare(&self.hasher, &self.hosts, record, scratch)
+        let short = self.short_hasher.as_ref().map(|h| (h, self.rule.min_words));
+        prepare(&self.hasher, short, &self.hosts, record, scratch)
     }
 
     fn fingerprint_hex(&self, value: u128) -> String {
@@ -377,9 +412,18 @@ impl<S: Store> Deduper<S> {
     /// highest Jaccard, then smallest distance, then oldest handle. Failing candidates are
     /// returned apart, with their scores.
     fn verify_candidates(&self, prepared: &Prepared) -> Result<(Scored, Scored)> {
-        let mut hits = self
-            .index
-            .query(prepared.fingerprint as u64, self.rule.max_distance)?;
+        let (index, max_distance, min_jaccard) = match (prepared.features, self.rule.short_text) {
+            (
+                Features::Chars,
+                ShortText::CharNgrams {
+                    max_distance,
+                    min_jaccard,
+                    ..
+                },
+            ) => (&self.short_index, max_distance, min_jaccard),
+            _ => (&self.index, self.rule.max_distance, self.rule.min_jaccard),
+        };
+        let mut hits = index.query(prepared.fingerprint as u64, max_distance)?;
         hits.truncate(self.rule.max_candidates);
         let (mut ok, mut failed) = (Vec::new(), Vec::new());
         for m in hits {
@@ -387,7 +431,7 @@ impl<S: Store> Deduper<S> {
                 continue;
             };
             let distance = (meta.fingerprint ^ prepared.fingerprint).count_ones();
-            if distance > self.rule.max_distance {
+            if distance > max_distance || meta.features != prepared.features {
                 continue; // 128-bit profiles: the index saw only the low half
             }
             let Some(theirs) = self.shingles_of(m.id)? else {
@@ -397,7 +441,7 @@ impl<S: Store> Deduper<S> {
                 distance,
                 jaccard: jaccard(&prepared.shingles, &theirs),
             };
-            if self.rule.accepts(scores) {
+            if scores.jaccard >= min_jaccard {
                 ok.push((m.id, scores));
             } else {
                 failed.push((m.id, scores));
@@ -443,7 +487,7 @@ impl<S: Store> Deduper<S> {
                 }
             }
         }
-        if prepared.tokens >= self.rule.min_words {
+        if prepared.tokens >= self.rule.min_words || prepared.features == Features::Chars {
             let (ok, _) = self.verify_candidates(&prepared)?;
             out.extend(ok.into_iter().filter(|(h, _)| seen.insert(*h)));
         }
@@ -467,10 +511,11 @@ impl<S: Store> Deduper<S> {
         self.check()?;
         self.grow_index_for(records.len())?;
         let (hasher, hosts) = (&self.hasher, &self.hosts);
+        let short = self.short_hasher.as_ref().map(|h| (h, self.rule.min_words));
         let prepared: Vec<Result<Prepared, String>> = records
             .par_iter()
             .map_init(Scratch::default, |scratch, r| {
-                prepare(hasher, hosts, r, scratch)
+                prepare(hasher, short, hosts, r, scratch)
             })
             .collect();
         let mut batch = Batch::default();
@@ -497,20 +542,47 @@ impl<S: Store> Deduper<S> {
     /// Rebuilds the index with a larger layout when the store outgrows the plan.
     fn grow_index_for(&mut self, incoming: usize) -> Result<()> {
         let need = (self.index.len() + incoming) as u64;
-        if need <= self.index_planned_for.saturating_mul(4) {
-            return Ok(());
+        if need > self.index_planned_for.saturating_mul(4) {
+            self.index_planned_for = need.saturating_mul(2);
+            self.index = self.rebuilt(
+                &self.index,
+                Features::Words,
+                self.index_planned_for,
+                self.rule.max_distance,
+            )?;
         }
-        let planned = need.saturating_mul(2);
-        let mut index = AutoIndex::for_size(planned, self.rule.max_distance)?;
+        if let ShortText::CharNgrams { max_distance, .. } = self.rule.short_text {
+            let need = (self.short_index.len() + incoming) as u64;
+            if need > self.short_planned_for.saturating_mul(4) {
+                self.short_planned_for = need.saturating_mul(2);
+                self.short_index = self.rebuilt(
+                    &self.short_index,
+                    Features::Chars,
+                    self.short_planned_for,
+                    max_distance,
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A new index laid out for `planned` fingerprints holding what `old` holds (records
+    /// evicted by a sliding window stay out).
+    fn rebuilt(
+        &self,
+        old: &AutoIndex,
+        features: Features,
+        planned: u64,
+        max_distance: u32,
+    ) -> Result<AutoIndex> {
+        let mut index = AutoIndex::for_size(planned, max_distance)?;
         index.extend(
             self.meta
                 .iter()
-                .filter(|(_, m)| m.indexed)
+                .filter(|(&h, m)| m.features == features && old.get(h).is_some())
                 .map(|(&h, m)| (h, m.fingerprint as u64)),
         )?;
-        self.index = index;
-        self.index_planned_for = planned;
-        Ok(())
+        Ok(index)
     }
 
     fn cluster_urls(&self, survivor: u64) -> Vec<String> {
@@ -574,6 +646,16 @@ impl<S: Store> Deduper<S> {
         }
         let first_seen = record.first_seen.unwrap_or(now);
         let too_short = p.tokens < self.rule.min_words;
+        let features = match (too_short, p.features) {
+            (false, _) => Features::Words,
+            (true, Features::Chars) => Features::Chars,
+            (true, _) => Features::ExactOnly,
+        };
+        let near_rule = if features == Features::Chars {
+            MergeRule::CharsJaccard
+        } else {
+            MergeRule::SimhashJaccard
+        };
 
         // The exact tier, then SimHash candidates with verification.
         let mut matched: Option<(u64, MergeRule, Scores)> = None;
@@ -587,7 +669,7 @@ impl<S: Store> Deduper<S> {
                     jaccard: 1.0,
                 },
             ));
-        } else if !too_short {
+        } else if features != Features::ExactOnly {
             let (ok, failed) = self.verify_candidates(&p)?;
             for (h, s) in failed.iter().take(8) {
                 batch.rejections.push(Rejection {
@@ -598,7 +680,7 @@ impl<S: Store> Deduper<S> {
                 });
             }
             if let Some(&(h, s)) = ok.first() {
-                matched = Some((h, MergeRule::SimhashJaccard, s));
+                matched = Some((h, near_rule, s));
             }
         }
 
@@ -610,6 +692,7 @@ impl<S: Store> Deduper<S> {
             (None, true) => Arrival::TooShort,
             (None, false) => Arrival::New,
         };
+        let indexed = features != Features::ExactOnly;
         let survivor = matched.map_or(handle, |(h, _, _)| self.meta[&h].survivor);
         let stored = StoredRecord {
             handle,
@@ -624,11 +707,15 @@ impl<S: Store> Deduper<S> {
             arrival,
             tokens: p.tokens.min(u32::MAX as usize) as u32,
             language: p.language.clone(),
+            features,
         };
-        let indexed = !too_short;
-        self.remember(&stored, indexed);
+        self.remember(&stored);
+        match features {
+            Features::Words => self.index.insert(handle, p.fingerprint as u64)?,
+            Features::Chars => self.short_index.insert(handle, p.fingerprint as u64)?,
+            Features::ExactOnly => {}
+        }
         if indexed {
-            self.index.insert(handle, p.fingerprint as u64)?;
             self.pending.insert(handle, p.shingles.clone());
         }
         batch.records.push(NewRecord {
@@ -758,7 +845,11 @@ impl<S: Store> Deduper<S> {
             first_seen: m.first_seen,
             url: m.url.as_deref().map(str::to_owned),
             retention_class: m.retention_class.as_deref().map(str::to_owned),
-            indexed: m.indexed && self.index.get(h).is_some(),
+            indexed: match m.features {
+                Features::Words => self.index.get(h).is_some(),
+                Features::Chars => self.short_index.get(h).is_some(),
+                Features::ExactOnly => false,
+            },
         })
     }
 
@@ -775,7 +866,7 @@ impl<S: Store> Deduper<S> {
         let mut n = 0;
         for h in old {
             let m = &self.meta[&h];
-            let mut hit = self.index.remove(h).is_some();
+            let mut hit = self.index.remove(h).is_some() || self.short_index.remove(h).is_some();
             if self.by_content.get(&m.content_hash) == Some(&h) {
                 self.by_content.remove(&m.content_hash);
                 hit = true;
@@ -848,8 +939,14 @@ impl<S: Store> Deduper<S> {
             return;
         };
         self.by_id.remove(&meta.id);
-        if meta.indexed {
-            self.index.remove(h);
+        match meta.features {
+            Features::Words => {
+                self.index.remove(h);
+            }
+            Features::Chars => {
+                self.short_index.remove(h);
+            }
+            Features::ExactOnly => {}
         }
         self.pending.remove(&h);
         let mut members = self.members.remove(&meta.survivor).unwrap_or_default();
@@ -907,6 +1004,7 @@ impl<S: Store> Deduper<S> {
 /// Analyses one record (in parallel with others): fingerprint, content hash, verification set.
 fn prepare(
     hasher: &SimHasher,
+    short: Option<(&SimHasher, usize)>,
     hosts: &HashMap<String, HostState>,
     record: &Record,
     scratch: &mut Scratch,
@@ -929,7 +1027,8 @@ fn prepare(
         Err(Error::EmptyFeatureBag { .. }) => return Err("no words to fingerprint".into()),
         Err(e) => return Err(e.to_string()),
     };
-    Ok(Prepared {
+    let mut prepared = Prepared {
+        features: Features::Words,
         language: analysis.language.as_ref().map(|l| l.code.to_owned()),
         shingle_count: analysis.shingle_count,
         boilerplate_removed: analysis.boilerplate_removed,
@@ -937,7 +1036,21 @@ fn prepare(
         content_hash: analysis.content_hash.0,
         shingles: shingle_ids(&analysis.shingles),
         tokens: analysis.token_count,
-    })
+    };
+    if let Some((short_hasher, min_words)) = short {
+        if prepared.tokens < min_words {
+            // Short text: the verification set and fingerprint come from character n-grams;
+            // the exact tier keeps the word-level content hash.
+            let chars = short_hasher
+                .analyze(&fields, None, scratch)
+                .map_err(|e| e.to_string())?;
+            prepared.features = Features::Chars;
+            prepared.fingerprint = chars.fingerprint.value();
+            prepared.shingles = shingle_ids(&chars.shingles);
+            prepared.shingle_count = chars.shingle_count;
+        }
+    }
+    Ok(prepared)
 }
 
 #[cfg(test)]

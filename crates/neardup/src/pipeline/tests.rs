@@ -135,8 +135,15 @@ fn earliest_first_seen_survives_and_keeps_every_url() {
 }
 
 #[test]
-fn short_records_get_only_the_exact_tier() {
-    let mut d = memory();
+fn short_records_get_only_the_exact_tier_in_exact_only_mode() {
+    let rule = Rule {
+        short_text: ShortText::ExactOnly,
+        ..Rule::default()
+    };
+    let mut d = Deduper::builder()
+        .rule(rule)
+        .open(MemoryStore::new())
+        .unwrap();
     let out = d
         .process(
             &[
@@ -416,4 +423,88 @@ fn sliding_window_evicts_old_records_from_the_index_only() {
         out[0].decision
     );
     assert!(d.contains("old"));
+}
+
+#[test]
+fn short_text_char_ngrams_merge_light_edits_of_short_records() {
+    let rule = Rule {
+        short_text: ShortText::CharNgrams {
+            width: 3,
+            max_distance: 16,
+            min_jaccard: 0.6,
+        },
+        ..Rule::default()
+    };
+    let mut d = Deduper::builder()
+        .rule(rule)
+        .open(MemoryStore::new())
+        .unwrap();
+    let out = d
+        .process(
+            &[
+                Record::new(
+                    "s1",
+                    "Breaking: storm closes the coastal road tonight, police say",
+                ),
+                Record::new(
+                    "s2",
+                    "Breaking: storm closes the coastal road tonight, police said",
+                ),
+                Record::new(
+                    "s3",
+                    "Council approves the new budget for schools and parks",
+                ),
+            ],
+            t(NOW),
+        )
+        .unwrap();
+    assert!(matches!(
+        out[0].decision,
+        Decision::Kept {
+            too_short: true,
+            ..
+        }
+    ));
+    match &out[1].decision {
+        Decision::Merged {
+            survivor,
+            rule,
+            scores,
+            ..
+        } => {
+            assert_eq!(survivor, "s1");
+            assert_eq!(*rule, MergeRule::CharsJaccard);
+            assert!(scores.jaccard >= 0.6 && scores.jaccard < 1.0, "{scores:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        out[2].decision,
+        Decision::Kept {
+            too_short: true,
+            ..
+        }
+    ));
+    assert!(d.record("s1").unwrap().indexed);
+    // A store made in one short-text mode refuses the other.
+    let dir = std::env::temp_dir().join(format!("neardup-short-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("s.db");
+    let _ = std::fs::remove_file(&path);
+    drop(
+        Deduper::builder()
+            .rule(rule)
+            .open(SqliteStore::open(&path).unwrap())
+            .unwrap(),
+    );
+    let exact_only = Rule {
+        short_text: ShortText::ExactOnly,
+        ..Rule::default()
+    };
+    let err = Deduper::builder()
+        .rule(exact_only)
+        .open(SqliteStore::open(&path).unwrap())
+        .unwrap_err();
+    assert!(matches!(err, Error::ConfigMismatch { .. }), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
 }

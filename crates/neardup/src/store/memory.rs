@@ -8,7 +8,7 @@ use crate::Result;
 /// Keeps everything in memory; gone when dropped.
 #[derive(Debug, Default)]
 pub struct MemoryStore {
-    profile: Option<String>,
+    meta: BTreeMap<String, String>,
     records: BTreeMap<u64, StoredRecord>,
     shingles: BTreeMap<u64, Vec<u32>>,
     merges: Vec<MergeLogEntry>,
@@ -29,12 +29,12 @@ impl MemoryStore {
 }
 
 impl Store for MemoryStore {
-    fn profile(&self) -> Result<Option<String>> {
-        Ok(self.profile.clone())
+    fn meta(&self, key: &str) -> Result<Option<String>> {
+        Ok(self.meta.get(key).cloned())
     }
 
-    fn set_profile(&mut self, profile: &str) -> Result<()> {
-        self.profile = Some(profile.to_owned());
+    fn set_meta(&mut self, key: &str, value: &str) -> Result<()> {
+        self.meta.insert(key.to_owned(), value.to_owned());
         Ok(())
     }
 

@@ -57,6 +57,38 @@ impl Arrival {
     }
 }
 
+/// Which features a record's stored fingerprint and verification set were made from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Features {
+    /// Word shingles under the store's profile: the record is in the main index.
+    Words,
+    /// Character n-grams (short-text mode): the record is in the short-text index.
+    Chars,
+    /// None: the record takes part in the exact tier only.
+    ExactOnly,
+}
+
+impl Features {
+    /// The stable lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Features::Words => "words",
+            Features::Chars => "chars",
+            Features::ExactOnly => "exact_only",
+        }
+    }
+
+    /// Parses [`as_str`](Self::as_str)'s names.
+    pub fn parse(s: &str) -> Option<Features> {
+        Some(match s {
+            "words" => Features::Words,
+            "chars" => Features::Chars,
+            "exact_only" => Features::ExactOnly,
+            _ => return None,
+        })
+    }
+}
+
 /// What is kept of one record.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredRecord {
@@ -84,6 +116,8 @@ pub struct StoredRecord {
     pub tokens: u32,
     /// Its language (ISO 639-3), when detected.
     pub language: Option<String>,
+    /// What its fingerprint and verification set were made from.
+    pub features: Features,
 }
 
 /// One merge-log entry: a merged record, the survivor it went to, and why (seed 000: the rule
@@ -172,11 +206,11 @@ impl Batch {
 }
 
 impl<T: Store + ?Sized> Store for Box<T> {
-    fn profile(&self) -> Result<Option<String>> {
-        (**self).profile()
+    fn meta(&self, key: &str) -> Result<Option<String>> {
+        (**self).meta(key)
     }
-    fn set_profile(&mut self, profile: &str) -> Result<()> {
-        (**self).set_profile(profile)
+    fn set_meta(&mut self, key: &str, value: &str) -> Result<()> {
+        (**self).set_meta(key, value)
     }
     fn load(&self, f: &mut dyn FnMut(StoredRecord)) -> Result<()> {
         (**self).load(f)
@@ -201,16 +235,30 @@ impl<T: Store + ?Sized> Store for Box<T> {
 /// The persistence interface of the pipeline. Implemented by [`SqliteStore`] (the embedded
 /// default) and [`MemoryStore`] (tests, throwaway runs).
 pub trait Store: Send + Sync {
-    /// The fingerprint profile the store was created with, if any record was ever stored.
+    /// A value of the store's metadata (`profile`, `short_profile`, …).
     ///
     /// # Errors
     /// Backend failures.
-    fn profile(&self) -> Result<Option<String>>;
+    fn meta(&self, key: &str) -> Result<Option<String>>;
+    /// Sets a value of the store's metadata, durably.
+    ///
+    /// # Errors
+    /// Backend failures.
+    fn set_meta(&mut self, key: &str, value: &str) -> Result<()>;
+    /// The fingerprint profile the store was created with.
+    ///
+    /// # Errors
+    /// Backend failures.
+    fn profile(&self) -> Result<Option<String>> {
+        self.meta("profile")
+    }
     /// Records the profile (once, when the store is new).
     ///
     /// # Errors
     /// Backend failures.
-    fn set_profile(&mut self, profile: &str) -> Result<()>;
+    fn set_profile(&mut self, profile: &str) -> Result<()> {
+        self.set_meta("profile", profile)
+    }
     /// Calls `f` with every stored record, in handle order.
     ///
     /// # Errors

@@ -7,7 +7,9 @@ use std::sync::{Mutex, MutexGuard};
 
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
-use super::{Arrival, Batch, HostBoilerplate, MergeLogEntry, Rejection, Store, StoredRecord};
+use super::{
+    Arrival, Batch, Features, HostBoilerplate, MergeLogEntry, Rejection, Store, StoredRecord,
+};
 use crate::record::Timestamp;
 use crate::{Error, Result};
 
@@ -28,7 +30,8 @@ CREATE TABLE IF NOT EXISTS records (
     survivor INTEGER NOT NULL,
     arrival TEXT NOT NULL,
     tokens INTEGER NOT NULL,
-    language TEXT
+    language TEXT,
+    features TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS records_survivor ON records(survivor);
 CREATE INDEX IF NOT EXISTS records_retention ON records(retention_class, first_seen);
@@ -102,8 +105,8 @@ impl SqliteStore {
             conn: Mutex::new(conn),
             path: path.to_owned(),
         };
-        match store.meta("schema_version")? {
-            None => store.set_meta("schema_version", &SCHEMA_VERSION.to_string())?,
+        match store.get_meta("schema_version")? {
+            None => store.put_meta("schema_version", &SCHEMA_VERSION.to_string())?,
             Some(v) if v == SCHEMA_VERSION.to_string() => {}
             Some(v) => {
                 return Err(Error::Store {
@@ -128,14 +131,14 @@ impl SqliteStore {
         }
     }
 
-    fn meta(&self, key: &str) -> Result<Option<String>> {
+    fn get_meta(&self, key: &str) -> Result<Option<String>> {
         self.conn()
             .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
             .optional()
             .map_err(|e| self.err(e))
     }
 
-    fn set_meta(&self, key: &str, value: &str) -> Result<()> {
+    fn put_meta(&self, key: &str, value: &str) -> Result<()> {
         self.conn()
             .execute(
                 "INSERT INTO meta (key, value) VALUES (?1, ?2)
@@ -150,8 +153,8 @@ impl SqliteStore {
         {
             let mut ins = tx.prepare_cached(
                 "INSERT INTO records (handle, id, fingerprint, content_hash, url, host, first_seen,
-                    retention_class, survivor, arrival, tokens, language)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                    retention_class, survivor, arrival, tokens, language, features)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
             )?;
             let mut sh = tx.prepare_cached("INSERT INTO shingles (handle, ids) VALUES (?1, ?2)")?;
             for n in &batch.records {
@@ -169,6 +172,7 @@ impl SqliteStore {
                     r.arrival.as_str(),
                     i64::from(r.tokens),
                     r.language,
+                    r.features.as_str(),
                 ])?;
                 if !n.shingles.is_empty() {
                     sh.execute(params![r.handle as i64, ids_to_blob(&n.shingles)])?;
@@ -255,12 +259,12 @@ fn blob_to_ids(blob: &[u8]) -> Vec<u32> {
 }
 
 impl Store for SqliteStore {
-    fn profile(&self) -> Result<Option<String>> {
-        self.meta("profile")
+    fn meta(&self, key: &str) -> Result<Option<String>> {
+        self.get_meta(key)
     }
 
-    fn set_profile(&mut self, profile: &str) -> Result<()> {
-        self.set_meta("profile", profile)
+    fn set_meta(&mut self, key: &str, value: &str) -> Result<()> {
+        self.put_meta(key, value)
     }
 
     fn load(&self, f: &mut dyn FnMut(StoredRecord)) -> Result<()> {
@@ -268,7 +272,7 @@ impl Store for SqliteStore {
         let mut stmt = conn
             .prepare(
                 "SELECT handle, id, fingerprint, content_hash, url, host, first_seen,
-                    retention_class, survivor, arrival, tokens, language
+                    retention_class, survivor, arrival, tokens, language, features
                  FROM records ORDER BY handle",
             )
             .map_err(|e| self.err(e))?;
@@ -300,6 +304,8 @@ impl Store for SqliteStore {
                     arrival: Arrival::parse(&arrival).ok_or_else(|| bad("arrival"))?,
                     tokens: row.get::<_, i64>(10)? as u32,
                     language: row.get(11)?,
+                    features: Features::parse(&row.get::<_, String>(12)?)
+                        .ok_or_else(|| bad("features"))?,
                 })
             })()
             .map_err(|e| self.err(e))?;

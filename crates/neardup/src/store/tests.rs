@@ -22,6 +22,11 @@ fn record(handle: u64, id: &str, survivor: u64) -> NewRecord {
             },
             tokens: 123,
             language: Some("eng".into()),
+            features: if handle % 2 == 0 {
+                Features::Chars
+            } else {
+                Features::Words
+            },
         },
         shingles: vec![1, 5, 9, handle as u32 + 100],
     }

@@ -264,7 +264,7 @@ fn for_each_token_jieba<'a>(normalized: &'a str, f: &mut dyn FnMut(&'a str)) {
     let mut rest = normalized;
     while !rest.is_empty() {
         let han_start = rest.find(is_han).unwrap_or(rest.len());
-        for_each_token(&rest[..han_start], TokenRule::Unicode, |t| f(t));
+        for_each_token(&rest[..han_start], TokenRule::Unicode, &mut *f);
         rest = &rest[han_start..];
         let han_end = rest.find(|c: char| !is_han(c)).unwrap_or(rest.len());
         if han_end > 0 {
