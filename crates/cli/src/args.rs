@@ -47,6 +47,18 @@ pub enum Command {
     Reevaluate(crate::cmd::review::ReevaluateArgs),
     /// A sample of merges near the Jaccard threshold, as CSV, for people to check.
     Review(crate::cmd::review::ReviewArgs),
+    /// Thresholds from evidence: precision, recall and F1 of labelled pairs per radius and
+    /// Jaccard threshold, the recommended pair and the index layout it needs.
+    Tune(crate::cmd::tune::TuneArgs),
+    /// Sample pairs of a corpus, spread over fingerprint distances, into a file to label for
+    /// `neardup tune`.
+    Label(crate::cmd::label::LabelArgs),
+    /// Pairwise precision, recall and F1 of a dedup run against labelled truth pairs.
+    Eval(crate::cmd::eval::EvalArgs),
+    /// Why two records are or are not near-duplicates; exit 0 when they are, 1 when not.
+    Explain(crate::cmd::explain::ExplainArgs),
+    /// Index layouts that answer a radius exactly for a collection size, with their costs.
+    Plan(crate::cmd::plan::PlanArgs),
 }
 
 /// Where documents come from and how they are laid out.

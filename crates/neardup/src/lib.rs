@@ -41,6 +41,7 @@ pub mod pipeline;
 pub mod record;
 pub mod store;
 pub mod text;
+pub mod tune;
 pub mod verify;
 
 pub use error::{Error, Result};
@@ -49,6 +50,10 @@ pub use features::{IdfTable, Weighting};
 pub use fingerprint::{
     hamming, Analysis, Field, Fingerprint, FingerprintBits, HashAlgo, Profile, Scratch, SimHasher,
     SimHasherBuilder, FORMAT_VERSION,
+};
+pub use index::{
+    AutoIndex, BandIndex, HammingIndex, IndexError, IndexStats, LinearIndex, Match, MihIndex,
+    PermutedIndex, QueryStats,
 };
 pub use pipeline::{Decision, Deduper, DeduperBuilder, Outcome, Rule};
 pub use record::{Record, TextField, Timestamp};

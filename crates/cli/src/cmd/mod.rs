@@ -2,10 +2,15 @@
 
 pub mod dedup;
 pub mod erase;
+pub mod eval;
+pub mod explain;
 pub mod fingerprint;
 pub mod idf;
+pub mod label;
+pub mod plan;
 pub mod query;
 pub mod review;
+pub mod tune;
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -48,6 +53,11 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Expire(args) => erase::run_expire(&args),
         Command::Reevaluate(args) => review::run_reevaluate(&args),
         Command::Review(args) => review::run_review(&args),
+        Command::Tune(args) => tune::run(&args),
+        Command::Label(args) => label::run(&args),
+        Command::Eval(args) => eval::run(&args),
+        Command::Explain(args) => explain::run(&args),
+        Command::Plan(args) => plan::run(&args),
     }
 }
 

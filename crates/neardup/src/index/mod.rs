@@ -237,6 +237,9 @@ pub trait HammingIndex {
     fn compact(&mut self);
 
     /// A snapshot of the index's shape: largest bucket, tables, capped probes, memory.
+    ///
+    /// Finding the largest bucket walks every table: O(n) per table, for monitoring, not
+    /// for a per-query path.
     fn stats(&self) -> IndexStats;
 }
 

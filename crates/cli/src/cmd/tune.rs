@@ -1,0 +1,1192 @@
+//! `neardup tune`: thresholds from labelled pairs. Reads the pairs file (shared with `label`
+//! and `eval`), scores every pair with the current profile, prints the precision/recall
+//! tables, the recommended thresholds and the layout they need, answers the inverse question
+//! and draws the plots.
+
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::OnceLock;
+
+use anyhow::{anyhow, bail, Context};
+use clap::Args;
+use neardup::index::LayoutPlan;
+use neardup::tune::{
+    evaluate, layout_for, radius_for, score_rule, Cell, Grid, GridSpec, LabelledPair, RadiusAnswer,
+    RecordFacts, DEFAULT_GRID_JACCARD_STEP, DEFAULT_GRID_MAX_DISTANCE, DEFAULT_GRID_MIN_JACCARD,
+    DEFAULT_MIN_PRECISION,
+};
+use neardup::verify::Scores;
+use neardup::{Field, SimHasher, SqliteStore, Store};
+use serde_json::{json, Map, Value};
+
+use crate::args::{InputArgs, ProfileArgs, RuleArgs};
+use crate::input;
+
+/// Records a layout is planned for when neither --records nor a store says.
+pub const DEFAULT_PLAN_RECORDS: u64 = 1_000_000;
+
+/// Arguments of `neardup tune`.
+#[derive(Debug, Args)]
+#[command(after_long_help = TUNE_HELP)]
+pub struct TuneArgs {
+    /// Labelled pairs. JSON Lines: `{"a": TEXT, "b": TEXT, "duplicate": true}` (or `"a_id"`
+    /// and `"b_id"` instead of the texts, resolved against --input or --store; an optional
+    /// `"weight"` says how many pairs one stands for, as `neardup label` writes). Or
+    /// tab-separated: `a<TAB>b<TAB>duplicate` with true/false or 1/0, with an optional header
+    /// line naming the columns (a, b, a_id, b_id, duplicate, weight).
+    #[arg(long, value_name = "FILE")]
+    pub pairs: PathBuf,
+    /// Resolve `a_id`/`b_id` against this store (it keeps fingerprints and shingle ids, not
+    /// text); its size is also the default --records.
+    #[arg(long, value_name = "PATH")]
+    pub store: Option<PathBuf>,
+    /// Corpus to resolve `a_id`/`b_id` against, repeatable (like a PATH argument; a name
+    /// ending in .jsonl, .jsonl.gz or .jsonl.zst implies --jsonl).
+    #[arg(long = "input", value_name = "FILE")]
+    pub input_files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// Precision floor of the recommendation.
+    #[arg(long, value_name = "P", default_value_t = DEFAULT_MIN_PRECISION)]
+    pub min_precision: f64,
+    /// Tabulate radii 0..=BITS.
+    #[arg(long, value_name = "BITS", default_value_t = DEFAULT_GRID_MAX_DISTANCE)]
+    pub grid_max_distance: u32,
+    /// The lowest Jaccard threshold tabulated (up to 1.0).
+    #[arg(long, value_name = "J", default_value_t = DEFAULT_GRID_MIN_JACCARD)]
+    pub grid_min_jaccard: f64,
+    /// The step between tabulated Jaccard thresholds.
+    #[arg(long, value_name = "STEP", default_value_t = DEFAULT_GRID_JACCARD_STEP)]
+    pub grid_jaccard_step: f64,
+    /// Plan the index layout for this many records (default: the store's size, else
+    /// 1,000,000).
+    #[arg(long, value_name = "N")]
+    pub records: Option<u64>,
+    /// Draw precision/recall curves and the distance and Jaccard histograms of duplicates
+    /// and non-duplicates to FILE (.png or .svg), repeatable. Labels need a TrueType font:
+    /// NEARDUP_FONT=FILE.ttf, else DejaVu Sans or another font under /usr/share/fonts.
+    #[arg(long, value_name = "FILE")]
+    pub plot: Vec<PathBuf>,
+    /// The inverse question: which radius finds --target-recall of the pairs whose Jaccard
+    /// is at least J, with which layout, at what cost per query. Labels are not needed for
+    /// it: a file of unlabelled pairs (`"duplicate": null`) answers only this.
+    #[arg(long, value_name = "J")]
+    pub target_jaccard: Option<f64>,
+    /// The recall the inverse question asks for.
+    #[arg(
+        long,
+        value_name = "R",
+        default_value_t = 0.95,
+        requires = "target_jaccard"
+    )]
+    pub target_recall: f64,
+    /// Print the full grid and everything else as JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub profile: ProfileArgs,
+    /// The current thresholds, shown against the recommendation.
+    #[command(flatten)]
+    pub rule: RuleArgs,
+}
+
+const TUNE_HELP: &str = "\
+A pair is predicted a near-duplicate at (k, J) when its fingerprints are within k bits and the
+Jaccard similarity of its shingle sets is at least J, exactly as `neardup dedup` decides.
+
+Recommendation rule: among all (k, J) with precision >= --min-precision, the highest recall;
+ties go to the higher F1, then the smaller k (a smaller radius is cheaper to query), then the
+middle of the tied J values. When no (k, J) reaches the floor, the best F1 is shown instead
+and flagged. Pairs shorter than --min-words are scored all the same (the pipeline gives them
+only the exact tier); the summary counts them.
+
+Weighted pairs (from `neardup label`, which samples per distance bucket) are counted with
+their weight, so precision and recall estimate the whole corpus's pairs.
+
+Exit status: 0 on success, 2 on an error (a bad pairs file names the file and line).";
+
+/// One side of a pair as written: its text, its id, or both.
+#[derive(Debug, Clone, Default)]
+pub struct Side {
+    /// The text, when given.
+    pub text: Option<String>,
+    /// The id, when given.
+    pub id: Option<String>,
+}
+
+/// One line of a pairs file.
+#[derive(Debug, Clone)]
+pub struct PairLine {
+    /// 1-based line number.
+    pub line: u64,
+    /// Side A.
+    pub a: Side,
+    /// Side B.
+    pub b: Side,
+    /// The label; `None` when not labelled yet.
+    pub duplicate: Option<bool>,
+    /// How many pairs it stands for.
+    pub weight: f64,
+}
+
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn short(v: &Value) -> String {
+    let s = v.to_string();
+    if s.chars().count() > 40 {
+        format!("{}...", s.chars().take(40).collect::<String>())
+    } else {
+        s
+    }
+}
+
+/// Reads a pairs file (JSONL or TSV, by extension or by its first line).
+///
+/// # Errors
+/// An unreadable or empty file; a line with a missing side, a non-boolean label or a bad
+/// weight, naming the file and line.
+pub fn read_pairs(path: &Path) -> anyhow::Result<Vec<PairLine>> {
+    let name = path.display().to_string();
+    let file = File::open(path).with_context(|| format!("opening pairs file {name}"))?;
+    let mut lines = Vec::new();
+    for (i, line) in BufReader::new(file).split(b'\n').enumerate() {
+        let bytes = line.with_context(|| format!("reading {name}"))?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            anyhow!(
+                "{name}:{}: invalid UTF-8 at byte {}",
+                i + 1,
+                e.utf8_error().valid_up_to()
+            )
+        })?;
+        lines.push((i as u64 + 1, text.trim_end_matches(['\r', '\n']).to_owned()));
+    }
+    lines.retain(|(_, l)| !l.trim().is_empty());
+    let Some((_, first)) = lines.first() else {
+        bail!(
+            "{name}: empty file: no pairs (expected JSON Lines such as {{\"a\": \"...\", \"b\": \"...\", \"duplicate\": true}}, or a\\tb\\tduplicate)"
+        );
+    };
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let jsonl = match ext.as_str() {
+        "tsv" | "tab" => false,
+        "jsonl" | "json" | "ndjson" => true,
+        _ => first.trim_start().starts_with('{'),
+    };
+    if jsonl {
+        lines
+            .iter()
+            .map(|(n, l)| parse_json_pair(l).map_err(|e| anyhow!("{name}:{n}: {e}")))
+            .zip(lines.iter())
+            .map(|(r, (n, _))| {
+                r.map(|(a, b, duplicate, weight)| PairLine {
+                    line: *n,
+                    a,
+                    b,
+                    duplicate,
+                    weight,
+                })
+            })
+            .collect()
+    } else {
+        read_tsv(&name, &lines)
+    }
+}
+
+type Parsed = (Side, Side, Option<bool>, f64);
+
+fn parse_json_pair(line: &str) -> Result<Parsed, String> {
+    let value: Value = serde_json::from_str(line).map_err(|e| format!("malformed JSON: {e}"))?;
+    let Value::Object(obj) = value else {
+        return Err(format!("expected a JSON object, not {}", json_kind(&value)));
+    };
+    let a = json_side(&obj, "a")?;
+    let b = json_side(&obj, "b")?;
+    let duplicate = match obj.get("duplicate") {
+        None | Some(Value::Null) => None,
+        Some(Value::Bool(d)) => Some(*d),
+        Some(other) => {
+            return Err(format!(
+                "\"duplicate\" must be true or false, not {} ({})",
+                json_kind(other),
+                short(other)
+            ))
+        }
+    };
+    let weight = match obj.get("weight") {
+        None | Some(Value::Null) => 1.0,
+        Some(Value::Number(n)) => check_weight(n.as_f64().unwrap_or(f64::NAN), &n.to_string())?,
+        Some(other) => {
+            return Err(format!(
+                "\"weight\" must be a positive number, not {}",
+                json_kind(other)
+            ))
+        }
+    };
+    Ok((a, b, duplicate, weight))
+}
+
+fn check_weight(w: f64, text: &str) -> Result<f64, String> {
+    if w > 0.0 && w.is_finite() {
+        Ok(w)
+    } else {
+        Err(format!("\"weight\" must be a positive number, not {text}"))
+    }
+}
+
+fn json_side(obj: &Map<String, Value>, side: &str) -> Result<Side, String> {
+    let id_key = format!("{side}_id");
+    let text = match obj.get(side) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(other) => {
+            return Err(format!(
+                "\"{side}\" must be a string (the text of side {side}), not {}",
+                json_kind(other)
+            ))
+        }
+    };
+    let id = match obj.get(&id_key) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if !s.trim().is_empty() => Some(s.clone()),
+        Some(Value::Number(n)) => Some(n.to_string()),
+        Some(other) => {
+            return Err(format!(
+                "\"{id_key}\" must be a non-empty string or a number, not {}",
+                json_kind(other)
+            ))
+        }
+    };
+    if text.is_none() && id.is_none() {
+        return Err(format!(
+            "missing side {side}: give \"{side}\" (its text) or \"{id_key}\" (its id)"
+        ));
+    }
+    Ok(Side { text, id })
+}
+
+fn parse_bool(s: &str) -> Result<Option<bool>, String> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "" | "null" => Ok(None),
+        "true" | "1" => Ok(Some(true)),
+        "false" | "0" => Ok(Some(false)),
+        _ => Err(format!(
+            "column \"duplicate\" must be true or false (or 1 or 0), not {:?}",
+            s.trim()
+        )),
+    }
+}
+
+const TSV_COLUMNS: [&str; 6] = ["a", "b", "a_id", "b_id", "duplicate", "weight"];
+
+fn read_tsv(name: &str, lines: &[(u64, String)]) -> anyhow::Result<Vec<PairLine>> {
+    let first: Vec<&str> = lines[0].1.split('\t').map(str::trim).collect();
+    let header = first.contains(&"duplicate") && first.iter().all(|c| TSV_COLUMNS.contains(c));
+    let columns: Vec<String> = if header {
+        first.iter().map(|s| (*s).to_owned()).collect()
+    } else {
+        ["a", "b", "duplicate", "weight"]
+            .map(str::to_owned)
+            .to_vec()
+    };
+    let body = if header { &lines[1..] } else { lines };
+    if body.is_empty() {
+        bail!("{name}: no pairs after the header line");
+    }
+    let col = |c: &str| columns.iter().position(|x| x == c);
+    let mut out = Vec::new();
+    for (n, line) in body {
+        let cells: Vec<&str> = line.split('\t').collect();
+        let err = |m: String| anyhow!("{name}:{n}: {m}");
+        let get = |c: &str| col(c).and_then(|i| cells.get(i)).map(|s| s.to_string());
+        let side = |s: &str| -> anyhow::Result<Side> {
+            let text = get(s).filter(|t| !t.trim().is_empty());
+            let id = get(&format!("{s}_id")).filter(|t| !t.trim().is_empty());
+            if text.is_none() && id.is_none() {
+                return Err(err(format!(
+                    "missing side {s}: expected tab-separated columns {}, found {} column{}",
+                    columns.join(", "),
+                    cells.len(),
+                    if cells.len() == 1 { "" } else { "s" }
+                )));
+            }
+            Ok(Side { text, id })
+        };
+        let a = side("a")?;
+        let b = side("b")?;
+        let duplicate = parse_bool(&get("duplicate").unwrap_or_default()).map_err(err)?;
+        let weight = match get("weight").filter(|w| !w.trim().is_empty()) {
+            None => 1.0,
+            Some(w) => {
+                let v: f64 = w.trim().parse().unwrap_or(f64::NAN);
+                check_weight(v, w.trim()).map_err(err)?
+            }
+        };
+        out.push(PairLine {
+            line: *n,
+            a,
+            b,
+            duplicate,
+            weight,
+        });
+    }
+    Ok(out)
+}
+
+/// The corpus options with `--input FILE`s added, JSONL implied by their names.
+pub fn corpus_args(input: &InputArgs, extra: &[PathBuf]) -> InputArgs {
+    let mut args = input.clone();
+    args.files.extend(extra.iter().cloned());
+    let is_jsonl = |p: &PathBuf| {
+        let s = p.to_string_lossy().to_ascii_lowercase();
+        [".jsonl", ".jsonl.gz", ".jsonl.zst", ".ndjson"]
+            .iter()
+            .any(|e| s.ends_with(e))
+    };
+    if !args.lines && args.files.iter().any(is_jsonl) {
+        args.jsonl = true;
+    }
+    args
+}
+
+/// Turns record ids and texts into the facts verification sees.
+pub struct Resolver<'h> {
+    hasher: &'h SimHasher,
+    corpus: HashMap<String, RecordFacts>,
+    stored: HashMap<String, RecordFacts>,
+    store_records: Option<u64>,
+    sources: &'static str,
+}
+
+impl<'h> Resolver<'h> {
+    /// Loads the records named by `ids` from the corpus and the store.
+    ///
+    /// # Errors
+    /// An unreadable store, a store of another profile, a corpus that cannot be read.
+    pub fn load(
+        hasher: &'h SimHasher,
+        ids: &HashSet<String>,
+        corpus: Option<&InputArgs>,
+        store: Option<&Path>,
+    ) -> anyhow::Result<Resolver<'h>> {
+        let mut resolver = Resolver {
+            hasher,
+            corpus: HashMap::new(),
+            stored: HashMap::new(),
+            store_records: None,
+            sources: match (corpus.is_some(), store.is_some()) {
+                (true, true) => "--input or --store",
+                (true, false) => "--input",
+                (false, true) => "--store",
+                (false, false) => "",
+            },
+        };
+        if let Some(args) = corpus {
+            let mut rejects = 0u64;
+            input::for_each(args, |r| {
+                match r {
+                    Ok(record) if ids.contains(&record.id) => {
+                        let fields: Vec<Field<'_>> = record
+                            .fields
+                            .iter()
+                            .map(|(n, t)| Field::weighted(t, args.weight_of(n)))
+                            .collect();
+                        let facts =
+                            RecordFacts::of_fields(hasher, &fields, None).with_context(|| {
+                                format!("{}: record {:?}", record.origin, record.id)
+                            })?;
+                        resolver.corpus.insert(record.id, facts);
+                    }
+                    Ok(_) => {}
+                    Err(reject) => {
+                        rejects += 1;
+                        if rejects <= 5 {
+                            eprintln!("neardup: skipped {reject}");
+                        }
+                    }
+                }
+                Ok(())
+            })?;
+            if rejects > 5 {
+                eprintln!("neardup: skipped {rejects} unusable corpus records in all");
+            }
+        }
+        if let Some(path) = store {
+            let (stored, total) = load_stored(path, hasher, ids)?;
+            resolver.stored = stored;
+            resolver.store_records = Some(total);
+        }
+        Ok(resolver)
+    }
+
+    /// Records in the store, when one was given.
+    pub fn store_records(&self) -> Option<u64> {
+        self.store_records
+    }
+
+    /// The facts of one side: its text when given, else its id in the corpus, else in the
+    /// store.
+    ///
+    /// # Errors
+    /// A text without words, an id found nowhere.
+    pub fn facts(&self, side: &Side, which: &str) -> anyhow::Result<RecordFacts> {
+        if let Some(text) = &side.text {
+            return RecordFacts::of_text(self.hasher, text, None)
+                .map_err(|e| anyhow!("side {which}: {e}"));
+        }
+        let id = side.id.as_deref().expect("a side has a text or an id");
+        if let Some(f) = self.corpus.get(id).or_else(|| self.stored.get(id)) {
+            return Ok(f.clone());
+        }
+        if self.sources.is_empty() {
+            bail!("side {which} is id {id:?}: give --input CORPUS or --store PATH to resolve ids");
+        }
+        bail!("side {which}: id {id:?} is not in {}", self.sources)
+    }
+}
+
+/// The stored facts of the records named by `ids`, and the number of stored records.
+pub fn load_stored(
+    path: &Path,
+    hasher: &SimHasher,
+    ids: &HashSet<String>,
+) -> anyhow::Result<(HashMap<String, RecordFacts>, u64)> {
+    if !path.exists() {
+        bail!("store {} does not exist", path.display());
+    }
+    let store =
+        SqliteStore::open(path).with_context(|| format!("opening store {}", path.display()))?;
+    let current = hasher.profile().to_string();
+    if let Some(stored) = store.profile()? {
+        if stored != current {
+            return Err(neardup::Error::ConfigMismatch { stored, current }.into());
+        }
+    }
+    let mut wanted = Vec::new();
+    let mut total = 0u64;
+    store.load(&mut |r| {
+        total += 1;
+        if ids.contains(&r.id) {
+            wanted.push(r);
+        }
+    })?;
+    let mut out = HashMap::new();
+    for r in wanted {
+        let shingle_ids = store.shingles(r.handle)?.unwrap_or_default();
+        out.insert(
+            r.id.clone(),
+            RecordFacts {
+                fingerprint: r.fingerprint,
+                content_hash: r.content_hash,
+                shingle_ids,
+                words: r.tokens as usize,
+                boilerplate_removed: 0,
+            },
+        );
+    }
+    Ok((out, total))
+}
+
+/// A layout plan as JSON.
+pub fn plan_json(plan: &LayoutPlan) -> Value {
+    json!({
+        "layout": plan.kind.to_string(),
+        "records": plan.fingerprints,
+        "max_distance": plan.max_distance,
+        "tables": plan.tables,
+        "probes_per_query": plan.probes_per_query,
+        "candidates_per_query": plan.candidates_per_query,
+        "bytes_per_fingerprint": plan.bytes_per_fingerprint,
+        "total_bytes": plan.total_bytes,
+        "model_ns_per_query": plan.cost_ns_per_query,
+    })
+}
+
+/// A layout plan in one line.
+pub fn plan_line(plan: &LayoutPlan) -> String {
+    format!(
+        "{} ({} tables): {:.0} probes and {:.1} candidates per query, {:.1} B per record, {} in all, about {} per query (model)",
+        plan.kind,
+        plan.tables,
+        plan.probes_per_query,
+        plan.candidates_per_query,
+        plan.bytes_per_fingerprint,
+        human_bytes(plan.total_bytes),
+        human_ns(plan.cost_ns_per_query),
+    )
+}
+
+fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    format!("{v:.1} {}", UNITS[unit])
+}
+
+fn human_ns(ns: f64) -> String {
+    if ns >= 1e6 {
+        format!("{:.1} ms", ns / 1e6)
+    } else if ns >= 1e3 {
+        format!("{:.1} µs", ns / 1e3)
+    } else {
+        format!("{ns:.0} ns")
+    }
+}
+
+/// A scored pair with its line.
+struct Scored {
+    line: u64,
+    scores: Scores,
+    duplicate: Option<bool>,
+    weight: f64,
+    short: bool,
+}
+
+pub fn run(args: &TuneArgs) -> anyhow::Result<ExitCode> {
+    if !(0.0..=1.0).contains(&args.min_precision) {
+        bail!(
+            "--min-precision {} must be between 0 and 1",
+            args.min_precision
+        );
+    }
+    for p in &args.plot {
+        plot_format(p)?;
+    }
+    let spec = GridSpec::new(
+        args.grid_max_distance,
+        args.grid_min_jaccard,
+        args.grid_jaccard_step,
+    )?;
+    let hasher = super::hasher(&args.profile)?;
+    let rule = args.rule.rule();
+    let name = args.pairs.display().to_string();
+    let lines = read_pairs(&args.pairs)?;
+    let ids: HashSet<String> = lines
+        .iter()
+        .flat_map(|l| [&l.a, &l.b])
+        .filter(|s| s.text.is_none())
+        .filter_map(|s| s.id.clone())
+        .collect();
+    let corpus = (!args.input_files.is_empty() || !args.input.files.is_empty())
+        .then(|| corpus_args(&args.input, &args.input_files));
+    let resolver = if ids.is_empty() {
+        Resolver::load(&hasher, &ids, None, None)?
+    } else {
+        Resolver::load(&hasher, &ids, corpus.as_ref(), args.store.as_deref())?
+    };
+    let mut scored = Vec::with_capacity(lines.len());
+    for l in &lines {
+        let a = resolver
+            .facts(&l.a, "a")
+            .with_context(|| format!("{name}:{}", l.line))?;
+        let b = resolver
+            .facts(&l.b, "b")
+            .with_context(|| format!("{name}:{}", l.line))?;
+        scored.push(Scored {
+            line: l.line,
+            scores: a.scores(&b),
+            duplicate: l.duplicate,
+            weight: l.weight,
+            short: a.words.min(b.words) < rule.min_words,
+        });
+    }
+    let records = args
+        .records
+        .or(resolver.store_records())
+        .unwrap_or(DEFAULT_PLAN_RECORDS)
+        .max(1);
+    let unlabelled: Vec<&Scored> = scored.iter().filter(|s| s.duplicate.is_none()).collect();
+    let inverse = match args.target_jaccard {
+        Some(j) => {
+            let all: Vec<(Scores, f64)> = scored.iter().map(|s| (s.scores, s.weight)).collect();
+            Some(radius_for(&all, j, args.target_recall, records)?)
+        }
+        None => None,
+    };
+    let labelled: Vec<LabelledPair> = scored
+        .iter()
+        .filter_map(|s| {
+            s.duplicate.map(|d| LabelledPair {
+                scores: s.scores,
+                duplicate: d,
+                weight: s.weight,
+            })
+        })
+        .collect();
+    let report = if unlabelled.is_empty() {
+        let grid = evaluate(&labelled, &spec).with_context(|| format!("pairs file {name}"))?;
+        Some(grid)
+    } else if inverse.is_some() && labelled.is_empty() {
+        None // unlabelled pairs: the inverse question only
+    } else {
+        let first = unlabelled[0];
+        bail!(
+            "{name}:{}: the pair is not labelled: set \"duplicate\" to true or false ({} of {} pairs are unlabelled; `neardup label --auto-jaccard J` labels a first cut)",
+            first.line,
+            unlabelled.len(),
+            scored.len()
+        );
+    };
+    let short = scored.iter().filter(|s| s.short).count();
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let profile = hasher.profile().to_string();
+    if let Some(grid) = &report {
+        let rec = grid.recommend(args.min_precision);
+        let plan = layout_for(records, rec.cell.max_distance)?;
+        let current = score_rule(&labelled, rule.max_distance, rule.min_jaccard);
+        if args.json {
+            let mut v = json!({
+                "pairs_file": name,
+                "profile": profile,
+                "pairs": grid.pairs(),
+                "duplicates": grid.duplicates(),
+                "non_duplicates": grid.non_duplicates(),
+                "short_pairs": short,
+                "min_words": rule.min_words,
+                "rule": "among (k, J) with precision >= min_precision the highest recall; ties: higher F1, smaller k, middle J",
+                "recommended": rec,
+                "layout": plan_json(&plan),
+                "current": current,
+                "grid": grid.cells(),
+            });
+            if let Some(inv) = &inverse {
+                v["inverse"] = inverse_json(inv);
+            }
+            writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+        } else {
+            print_report(
+                &mut out, args, grid, &rec, &plan, &current, short, &profile, records,
+            )?;
+            if let Some(inv) = &inverse {
+                print_inverse(&mut out, inv)?;
+            }
+        }
+        for path in &args.plot {
+            let data = PlotData {
+                grid,
+                max_distance: rec.cell.max_distance,
+                min_jaccard: rec.cell.min_jaccard,
+                pairs: &labelled,
+            };
+            plot(path, &data).with_context(|| format!("drawing {}", path.display()))?;
+            eprintln!("neardup: wrote {}", path.display());
+        }
+    } else if let Some(inv) = &inverse {
+        if !args.plot.is_empty() {
+            bail!("--plot needs labelled pairs");
+        }
+        if args.json {
+            let v = json!({"pairs_file": name, "profile": profile, "pairs": scored.len(),
+                "inverse": inverse_json(inv)});
+            writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+        } else {
+            writeln!(
+                out,
+                "{} unlabelled pairs from {name}, profile {profile}",
+                scored.len()
+            )?;
+            print_inverse(&mut out, inv)?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn inverse_json(inv: &RadiusAnswer) -> Value {
+    let mut v = serde_json::to_value(inv).unwrap_or(Value::Null);
+    v["layout"] = plan_json(&inv.plan);
+    v
+}
+
+#[allow(clippy::too_many_arguments)]
+fn print_report(
+    out: &mut impl Write,
+    args: &TuneArgs,
+    grid: &Grid,
+    rec: &neardup::tune::Recommendation,
+    plan: &LayoutPlan,
+    current: &Cell,
+    short: usize,
+    profile: &str,
+    records: u64,
+) -> anyhow::Result<()> {
+    let count = |w: f64| {
+        if w == w.trunc() {
+            format!("{w:.0}")
+        } else {
+            format!("{w:.1}")
+        }
+    };
+    writeln!(
+        out,
+        "{} pairs from {} ({} duplicates, {} non-duplicates by weight), profile {profile}",
+        grid.pairs(),
+        args.pairs.display(),
+        count(grid.duplicates()),
+        count(grid.non_duplicates()),
+    )?;
+    if short > 0 {
+        writeln!(
+            out,
+            "note: {short} pairs have a side under --min-words {}: the pipeline gives them only the exact tier",
+            args.rule.min_words
+        )?;
+    }
+    writeln!(out)?;
+    let c = &rec.cell;
+    writeln!(
+        out,
+        "recommended: --max-distance {} --min-jaccard {:.2}  (precision {:.3}, recall {:.3}, F1 {:.3})",
+        c.max_distance, c.min_jaccard, c.precision, c.recall, c.f1
+    )?;
+    if rec.meets_min_precision {
+        writeln!(
+            out,
+            "  rule: among (k, J) with precision >= {}, the highest recall; ties: higher F1, smaller k, middle J",
+            args.min_precision
+        )?;
+    } else {
+        writeln!(
+            out,
+            "  no (k, J) reaches precision {}: this is the best F1 instead (ties: smaller k, middle J)",
+            args.min_precision
+        )?;
+    }
+    writeln!(
+        out,
+        "current:     --max-distance {} --min-jaccard {:.2}  (precision {:.3}, recall {:.3}, F1 {:.3})",
+        current.max_distance, current.min_jaccard, current.precision, current.recall, current.f1
+    )?;
+    writeln!(
+        out,
+        "index: {records} records at max_distance {}: {}",
+        c.max_distance,
+        plan_line(plan)
+    )?;
+    writeln!(out)?;
+    let j_index = grid
+        .jaccard_index(c.min_jaccard)
+        .expect("the recommendation is on the grid");
+    writeln!(
+        out,
+        "by max_distance at min_jaccard {:.2} (within k: share of duplicates the index proposes):",
+        c.min_jaccard
+    )?;
+    writeln!(out, "     k  precision  recall     F1  within k")?;
+    for cell in grid.by_distance(j_index) {
+        let mark = if cell.max_distance == c.max_distance {
+            "*"
+        } else {
+            " "
+        };
+        writeln!(
+            out,
+            "{mark} {:>4}  {:>9.3}  {:>6.3}  {:>5.3}  {:>8.3}",
+            cell.max_distance, cell.precision, cell.recall, cell.f1, cell.candidate_recall
+        )?;
+    }
+    writeln!(out)?;
+    writeln!(out, "by min_jaccard at max_distance {}:", c.max_distance)?;
+    writeln!(out, "     J  precision  recall     F1")?;
+    for cell in grid.by_jaccard(c.max_distance) {
+        let mark = if (cell.min_jaccard - c.min_jaccard).abs() < 1e-9 {
+            "*"
+        } else {
+            " "
+        };
+        writeln!(
+            out,
+            "{mark} {:.2}  {:>9.3}  {:>6.3}  {:>5.3}",
+            cell.min_jaccard, cell.precision, cell.recall, cell.f1
+        )?;
+    }
+    Ok(())
+}
+
+fn print_inverse(out: &mut impl Write, inv: &RadiusAnswer) -> anyhow::Result<()> {
+    writeln!(out)?;
+    writeln!(
+        out,
+        "inverse: to propose {:.0}% of the {} pairs with Jaccard >= {:.2}, use --max-distance {} (reaches {:.3})",
+        inv.target_recall * 100.0,
+        inv.similar_pairs,
+        inv.min_jaccard,
+        inv.max_distance,
+        inv.recall
+    )?;
+    let curve: Vec<String> = inv
+        .recall_by_distance
+        .iter()
+        .enumerate()
+        .map(|(k, r)| format!("{k}:{r:.2}"))
+        .collect();
+    writeln!(out, "  recall by radius: {}", curve.join(" "))?;
+    writeln!(
+        out,
+        "index: {} records at max_distance {}: {}",
+        inv.records,
+        inv.max_distance,
+        plan_line(&inv.plan)
+    )?;
+    if inv.max_distance > 32 {
+        writeln!(
+            out,
+            "  note: dedup refuses --max-distance above 32: at this similarity SimHash no longer separates pairs; raise the Jaccard target"
+        )?;
+    }
+    Ok(())
+}
+
+/// A curve of the plots: its legend, colour and the score it draws.
+type Series = (&'static str, plotters::style::RGBColor, fn(&Cell) -> f64);
+
+/// What the plots show.
+struct PlotData<'a> {
+    grid: &'a Grid,
+    max_distance: u32,
+    min_jaccard: f64,
+    pairs: &'a [LabelledPair],
+}
+
+enum PlotFormat {
+    Png,
+    Svg,
+}
+
+fn plot_format(path: &Path) -> anyhow::Result<PlotFormat> {
+    match path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase)
+        .as_deref()
+    {
+        Some("png") => Ok(PlotFormat::Png),
+        Some("svg") => Ok(PlotFormat::Svg),
+        _ => bail!(
+            "--plot {}: the file name must end in .png or .svg",
+            path.display()
+        ),
+    }
+}
+
+/// Registers a TrueType font with plotters once; false when none is found (plots are then
+/// drawn without text). `NEARDUP_FONT=none` forces that.
+fn font_available() -> bool {
+    static FONT: OnceLock<bool> = OnceLock::new();
+    *FONT.get_or_init(|| {
+        let Some(bytes) = find_font() else {
+            eprintln!(
+                "neardup: no TrueType font found (set NEARDUP_FONT=FILE.ttf): plots are drawn without text"
+            );
+            return false;
+        };
+        // plotters keeps fonts as 'static references; one font for the process lifetime.
+        let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+        plotters::style::register_font("sans-serif", plotters::style::FontStyle::Normal, bytes)
+            .is_ok()
+    })
+}
+
+fn find_font() -> Option<Vec<u8>> {
+    if let Some(path) = std::env::var_os("NEARDUP_FONT") {
+        if path == "none" {
+            return None;
+        }
+        return std::fs::read(&path).ok();
+    }
+    const KNOWN: [&str; 5] = [
+        "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+        "/usr/share/fonts/TTF/DejaVuSans.ttf",
+        "/usr/share/fonts/dejavu/DejaVuSans.ttf",
+        "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
+        "/Library/Fonts/Arial.ttf",
+    ];
+    for path in KNOWN {
+        if let Ok(bytes) = std::fs::read(path) {
+            return Some(bytes);
+        }
+    }
+    let mut stack = vec![PathBuf::from("/usr/share/fonts")];
+    let mut found: Vec<PathBuf> = Vec::new();
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.filter_map(Result::ok) {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x.eq_ignore_ascii_case("ttf")) {
+                found.push(p);
+            }
+        }
+    }
+    found.sort();
+    found.iter().find_map(|p| std::fs::read(p).ok())
+}
+
+fn plot(path: &Path, data: &PlotData<'_>) -> anyhow::Result<()> {
+    use plotters::prelude::*;
+    let text = font_available();
+    let size = (1200, 900);
+    match plot_format(path)? {
+        PlotFormat::Png => {
+            let root = BitMapBackend::new(path, size).into_drawing_area();
+            draw(&root, data, text)?;
+            root.present().map_err(|e| anyhow!("{e}"))?;
+        }
+        PlotFormat::Svg => {
+            let root = SVGBackend::new(path, size).into_drawing_area();
+            draw(&root, data, text)?;
+            root.present().map_err(|e| anyhow!("{e}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// Four panels: precision/recall/F1 by radius and by threshold, and the distance and
+/// Jaccard histograms of duplicates against non-duplicates (each as a share of its class).
+fn draw<DB: plotters::prelude::DrawingBackend>(
+    root: &plotters::prelude::DrawingArea<DB, plotters::coord::Shift>,
+    data: &PlotData<'_>,
+    text: bool,
+) -> anyhow::Result<()> {
+    use plotters::prelude::*;
+    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("{e}");
+    root.fill(&WHITE).map_err(e)?;
+    let panels = root.split_evenly((2, 2));
+    let blue = RGBColor(31, 119, 180);
+    let red = RGBColor(214, 39, 40);
+    let green = RGBColor(44, 160, 44);
+    let grid = data.grid;
+    let j_index = grid.jaccard_index(data.min_jaccard).unwrap_or(0);
+    let kmax = grid.spec().max_distance() as f64;
+
+    // Curves: precision, recall, F1 against an x value.
+    let curves = |area: &DrawingArea<DB, plotters::coord::Shift>,
+                  title: String,
+                  x_desc: &str,
+                  x_range: std::ops::Range<f64>,
+                  cells: Vec<(f64, Cell)>,
+                  chosen: f64,
+                  legend: SeriesLabelPosition,
+                  integer_x: bool|
+     -> anyhow::Result<()> {
+        let mut builder = ChartBuilder::on(area);
+        builder.margin(15);
+        if text {
+            builder
+                .caption(title, ("sans-serif", 20))
+                .x_label_area_size(40)
+                .y_label_area_size(50);
+        }
+        let mut chart = builder
+            .build_cartesian_2d(x_range, 0f64..1.05f64)
+            .map_err(e)?;
+        let mut mesh = chart.configure_mesh();
+        let whole = |x: &f64| format!("{x:.0}");
+        if integer_x {
+            mesh.x_label_formatter(&whole);
+        }
+        if text {
+            mesh.x_desc(x_desc).y_desc("score");
+        } else {
+            mesh.x_labels(0).y_labels(0);
+        }
+        mesh.draw().map_err(e)?;
+        let series: [Series; 3] = [
+            ("precision", blue, |c| c.precision),
+            ("recall", red, |c| c.recall),
+            ("F1", green, |c| c.f1),
+        ];
+        for (label, color, get) in series {
+            let points: Vec<(f64, f64)> = cells.iter().map(|(x, c)| (*x, get(c))).collect();
+            let drawn = chart
+                .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
+                .map_err(e)?;
+            if text {
+                drawn.label(label).legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+                });
+            }
+            chart
+                .draw_series(points.iter().map(|&p| Circle::new(p, 3, color.filled())))
+                .map_err(e)?;
+        }
+        chart
+            .draw_series(LineSeries::new(
+                vec![(chosen, 0.0), (chosen, 1.05)],
+                BLACK.mix(0.5).stroke_width(1),
+            ))
+            .map_err(e)?;
+        if text {
+            chart
+                .configure_series_labels()
+                .position(legend)
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK.mix(0.4))
+                .draw()
+                .map_err(e)?;
+        }
+        Ok(())
+    };
+    curves(
+        &panels[0],
+        format!("by max_distance, min_jaccard {:.2}", data.min_jaccard),
+        "max_distance (bits)",
+        -0.5..kmax + 0.5,
+        grid.by_distance(j_index)
+            .into_iter()
+            .map(|c| (f64::from(c.max_distance), c))
+            .collect(),
+        f64::from(data.max_distance),
+        SeriesLabelPosition::LowerRight,
+        true,
+    )?;
+    let js = grid.spec().min_jaccards();
+    let (jlo, jhi) = (js[0], js[js.len() - 1]);
+    curves(
+        &panels[1],
+        format!("by min_jaccard, max_distance {}", data.max_distance),
+        "min_jaccard",
+        jlo - 0.01..jhi + 0.01,
+        grid.by_jaccard(data.max_distance)
+            .into_iter()
+            .map(|c| (c.min_jaccard, c))
+            .collect(),
+        data.min_jaccard,
+        SeriesLabelPosition::LowerLeft,
+        false,
+    )?;
+
+    // Histograms: share of each class per bin, side by side.
+    let hist = |area: &DrawingArea<DB, plotters::coord::Shift>,
+                title: &str,
+                x_desc: &str,
+                bins: usize,
+                bin_width: f64,
+                bin_of: &dyn Fn(&LabelledPair) -> usize,
+                chosen: f64|
+     -> anyhow::Result<()> {
+        let mut shares = [vec![0f64; bins], vec![0f64; bins]];
+        let mut totals = [0f64; 2];
+        for p in data.pairs {
+            let class = usize::from(!p.duplicate);
+            shares[class][bin_of(p).min(bins - 1)] += p.weight;
+            totals[class] += p.weight;
+        }
+        for (s, t) in shares.iter_mut().zip(totals) {
+            s.iter_mut().for_each(|v| *v /= t.max(f64::MIN_POSITIVE));
+        }
+        let top = shares
+            .iter()
+            .flatten()
+            .copied()
+            .fold(0.0, f64::max)
+            .max(0.05)
+            * 1.1;
+        let x_max = bins as f64 * bin_width;
+        let mut builder = ChartBuilder::on(area);
+        builder.margin(15);
+        if text {
+            builder
+                .caption(title, ("sans-serif", 20))
+                .x_label_area_size(40)
+                .y_label_area_size(50);
+        }
+        let mut chart = builder
+            .build_cartesian_2d(0f64..x_max, 0f64..top)
+            .map_err(e)?;
+        let mut mesh = chart.configure_mesh();
+        let whole = |x: &f64| format!("{x:.0}");
+        if bin_width == 1.0 {
+            mesh.x_label_formatter(&whole);
+        }
+        if text {
+            mesh.x_desc(x_desc).y_desc("share of class");
+        } else {
+            mesh.x_labels(0).y_labels(0);
+        }
+        mesh.draw().map_err(e)?;
+        for (class, (label, color)) in [("duplicates", blue), ("non-duplicates", red)]
+            .into_iter()
+            .enumerate()
+        {
+            let offset = class as f64 * bin_width * 0.45;
+            let bars = shares[class].iter().enumerate().map(move |(i, &v)| {
+                let x0 = i as f64 * bin_width + bin_width * 0.05 + offset;
+                Rectangle::new(
+                    [(x0, 0.0), (x0 + bin_width * 0.45, v)],
+                    color.mix(0.8).filled(),
+                )
+            });
+            let drawn = chart.draw_series(bars).map_err(e)?;
+            if text {
+                drawn.label(label).legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 5), (x + 15, y + 5)], color.filled())
+                });
+            }
+        }
+        chart
+            .draw_series(LineSeries::new(
+                vec![(chosen, 0.0), (chosen, top)],
+                BLACK.mix(0.6).stroke_width(2),
+            ))
+            .map_err(e)?;
+        if text {
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::UpperRight)
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK.mix(0.4))
+                .draw()
+                .map_err(e)?;
+        }
+        Ok(())
+    };
+    let far = data
+        .pairs
+        .iter()
+        .map(|p| p.scores.distance)
+        .max()
+        .unwrap_or(0)
+        .clamp(data.max_distance + 1, 64);
+    hist(
+        &panels[2],
+        "Hamming distance (line: recommended max_distance)",
+        "distance (bits)",
+        far as usize + 1,
+        1.0,
+        &|p| p.scores.distance as usize,
+        f64::from(data.max_distance) + 1.0,
+    )?;
+    hist(
+        &panels[3],
+        "Jaccard similarity (line: recommended min_jaccard)",
+        "Jaccard of shingle sets",
+        20,
+        0.05,
+        &|p| (p.scores.jaccard * 20.0).floor() as usize,
+        data.min_jaccard,
+    )?;
+    Ok(())
+}

@@ -1,0 +1,530 @@
+//! Index benchmark driver: queries/s and memory for each layout, against the seed-004
+//! reference index and the linear scan; all-pairs joins with planted pairs.
+//!
+//! ```text
+//! cargo run --release --example index_bench -- k3    [--n 1000000] [--queries 1000000]
+//! cargo run --release --example index_bench -- large [--n 100000000] [--queries 2000000]
+//! cargo run --release --example index_bench -- join  [--n 10000000] [--k 3] [--planted 100000]
+//! cargo run --release --example index_bench -- radius [--n 1000000] [--queries 20000]
+//! cargo run --release --example index_bench -- dump  --n 100000 --out fps.txt
+//! any mode: --fps FILE   read hex fingerprints (one per line) instead of random ones
+//! ```
+//!
+//! Queries are timed on one thread; half are stored fingerprints with up to `k` random
+//! bit flips (each must find its source), half are random.
+
+use std::io::{BufRead, Write};
+use std::time::Instant;
+
+use neardup::index::{
+    self_join, AutoIndex, BandIndex, HammingIndex, LinearIndex, Match, MihIndex, PermutedIndex,
+};
+
+// ---- The seed-004 reference `Index`, copied verbatim from the seed text (rustfmt-skipped
+// so that it stays byte-for-byte comparable). ----
+
+#[rustfmt::skip]
+mod reference {
+use std::collections::HashMap;
+
+pub fn hamming(a: u64, b: u64) -> u32 { (a ^ b).count_ones() }
+
+/// Finds all stored fingerprints within `k` bits. Pigeonhole: with k+1 blocks, two fingerprints
+/// within k bits agree exactly on at least one block, so k+1 exact-match tables suffice.
+pub struct Index {
+    k: u32,
+    tables: Vec<HashMap<u64, Vec<u32>>>, // block value -> ids
+    fps: Vec<u64>,
+}
+
+impl Index {
+    pub fn new(k: u32) -> Self { Index { k, tables: vec![HashMap::new(); k as usize + 1], fps: vec![] } }
+    fn block(&self, fp: u64, i: usize) -> u64 {
+        let (lo, hi) = (i * 64 / self.tables.len(), (i + 1) * 64 / self.tables.len());
+        (fp >> lo) & ((1u64 << (hi - lo)) - 1)
+    }
+    pub fn insert(&mut self, fp: u64) -> u32 {
+        let id = self.fps.len() as u32;
+        for i in 0..self.tables.len() { let b = self.block(fp, i); self.tables[i].entry(b).or_default().push(id); }
+        self.fps.push(fp);
+        id
+    }
+    /// Returns (id, distance) for every stored fingerprint within k bits of `fp`.
+    pub fn query(&self, fp: u64) -> Vec<(u32, u32)> {
+        let mut out: Vec<(u32, u32)> = vec![];
+        for i in 0..self.tables.len() {
+            for &id in self.tables[i].get(&self.block(fp, i)).into_iter().flatten() {
+                let d = hamming(fp, self.fps[id as usize]);
+                if d <= self.k && !out.iter().any(|o| o.0 == id) { out.push((id, d)); }
+            }
+        }
+        out
+    }
+}
+}
+use reference::Index;
+
+// ---- End of the reference. ----
+
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+fn flip(fp: u64, flips: u32, state: &mut u64) -> u64 {
+    let mut mask = 0u64;
+    while mask.count_ones() < flips {
+        mask |= 1 << (splitmix(state) % 64);
+    }
+    fp ^ mask
+}
+
+struct Args {
+    mode: String,
+    n: Option<usize>,
+    queries: Option<usize>,
+    k: Option<u32>,
+    planted: usize,
+    fps_file: Option<String>,
+    out: Option<String>,
+    blocks: Option<u32>,
+    quick: bool,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut it = std::env::args().skip(1);
+    let mode = it
+        .next()
+        .ok_or("usage: index_bench MODE [--n N] [--queries Q] [--k K] [--fps FILE]")?;
+    let mut args = Args {
+        mode,
+        n: None,
+        queries: None,
+        k: None,
+        planted: 100_000,
+        fps_file: None,
+        out: None,
+        blocks: None,
+        quick: false,
+    };
+    while let Some(flag) = it.next() {
+        if flag == "--quick" {
+            args.quick = true;
+            continue;
+        }
+        let value = it.next().ok_or(format!("{flag} needs a value"))?;
+        let number = || -> Result<usize, String> {
+            value
+                .parse::<f64>()
+                .map(|v| v as usize)
+                .map_err(|e| format!("{flag} {value}: {e}"))
+        };
+        match flag.as_str() {
+            "--n" => args.n = Some(number()?),
+            "--queries" => args.queries = Some(number()?),
+            "--k" => args.k = Some(number()? as u32),
+            "--planted" => args.planted = number()?,
+            "--fps" => args.fps_file = Some(value),
+            "--out" => args.out = Some(value),
+            "--blocks" => args.blocks = Some(number()? as u32),
+            _ => return Err(format!("unknown flag {flag}")),
+        }
+    }
+    Ok(args)
+}
+
+fn load_fps(args: &Args, default_n: usize, seed: u64) -> Result<Vec<u64>, String> {
+    if let Some(path) = &args.fps_file {
+        let file = std::fs::File::open(path).map_err(|e| format!("{path}: {e}"))?;
+        let mut fps = Vec::new();
+        for (line_no, line) in std::io::BufReader::new(file).lines().enumerate() {
+            let line = line.map_err(|e| format!("{path}: {e}"))?;
+            let text = line.trim().trim_start_matches("0x");
+            if text.is_empty() {
+                continue;
+            }
+            fps.push(
+                u64::from_str_radix(text, 16)
+                    .map_err(|e| format!("{path}:{}: {e}", line_no + 1))?,
+            );
+        }
+        if let Some(n) = args.n {
+            fps.truncate(n);
+        }
+        return Ok(fps);
+    }
+    let mut state = seed;
+    Ok((0..args.n.unwrap_or(default_n))
+        .map(|_| splitmix(&mut state))
+        .collect())
+}
+
+/// Half near queries (a stored fingerprint with up to `k` flips: must find it), half random.
+fn make_queries(fps: &[u64], count: usize, k: u32) -> Vec<(u64, Option<u64>)> {
+    let mut state = 0xC0FFEE;
+    (0..count)
+        .map(|i| {
+            if i % 2 == 0 && !fps.is_empty() {
+                let id = (splitmix(&mut state) % fps.len() as u64) as usize;
+                let flips = (splitmix(&mut state) % u64::from(k + 1)) as u32;
+                (flip(fps[id], flips, &mut state), Some(id as u64))
+            } else {
+                (splitmix(&mut state), None)
+            }
+        })
+        .collect()
+}
+
+/// Runs the queries on one thread; returns queries/s and checks every near query.
+fn time_queries(index: &dyn HammingIndex, queries: &[(u64, Option<u64>)], k: u32) -> f64 {
+    let mut out: Vec<Match> = Vec::new();
+    let mut hits = 0usize;
+    let start = Instant::now();
+    for &(q, expect) in queries {
+        index.query_into(q, k, &mut out).expect("radius supported");
+        hits += out.len();
+        if let Some(id) = expect {
+            assert!(out.iter().any(|m| m.id == id), "near query lost its source");
+        }
+    }
+    let secs = start.elapsed().as_secs_f64();
+    std::hint::black_box(hits);
+    queries.len() as f64 / secs
+}
+
+/// Like [`time_queries`] through `query_batch` (groups of 1024 queries).
+fn time_batch(index: &dyn HammingIndex, queries: &[(u64, Option<u64>)], k: u32) -> f64 {
+    let fps: Vec<u64> = queries.iter().map(|q| q.0).collect();
+    let mut out = Vec::new();
+    let mut hits = 0usize;
+    let start = Instant::now();
+    for (chunk_no, chunk) in fps.chunks(1024).enumerate() {
+        index
+            .query_batch(chunk, k, &mut out)
+            .expect("radius supported");
+        hits += out.len();
+        for (at, expect) in queries[chunk_no * 1024..][..chunk.len()].iter().enumerate() {
+            if let Some(id) = expect.1 {
+                let lo = out.partition_point(|(q, _)| *q < at);
+                assert!(
+                    out[lo..]
+                        .iter()
+                        .take_while(|(q, _)| *q == at)
+                        .any(|(_, m)| m.id == id),
+                    "near query lost its source"
+                );
+            }
+        }
+    }
+    let secs = start.elapsed().as_secs_f64();
+    std::hint::black_box(hits);
+    queries.len() as f64 / secs
+}
+
+fn report(name: &str, qps: f64, index: &dyn HammingIndex, baseline: Option<f64>) {
+    let stats = index.stats();
+    let ratio = baseline.map_or(String::new(), |b| format!("  {:>7.1}x", qps / b));
+    println!(
+        "{name:<34} {:>12.0} q/s  {:>7.1} B/fp  largest bucket {:>6}{ratio}   [{}]",
+        qps,
+        stats.memory_bytes as f64 / stats.len.max(1) as f64,
+        stats.largest_bucket,
+        stats.layout
+    );
+}
+
+fn build<I: HammingIndex>(mut index: I, fps: &[u64]) -> I {
+    for (id, &fp) in fps.iter().enumerate() {
+        index.insert(id as u64, fp).expect("fresh id");
+    }
+    index.compact();
+    index
+}
+
+fn mode_k3(args: &Args) -> Result<(), String> {
+    let k = args.k.unwrap_or(3);
+    let fps = load_fps(args, 1_000_000, 1)?;
+    let n = fps.len();
+    let queries = make_queries(&fps, args.queries.unwrap_or(1_000_000), k);
+    println!(
+        "n = {n}, k = {k}, {} queries (half near, half random), one thread",
+        queries.len()
+    );
+
+    let start = Instant::now();
+    let mut reference = Index::new(k);
+    for &fp in &fps {
+        reference.insert(fp);
+    }
+    let build_ref = start.elapsed().as_secs_f64();
+    let start = Instant::now();
+    let mut hits = 0usize;
+    for &(q, _) in &queries {
+        hits += reference.query(q).len();
+    }
+    let ref_qps = queries.len() as f64 / start.elapsed().as_secs_f64();
+    std::hint::black_box(hits);
+    println!(
+        "{:<34} {ref_qps:>12.0} q/s  (build {build_ref:.2} s)",
+        "seed-004 reference Index (HashMap)"
+    );
+
+    let start = Instant::now();
+    let mut auto = AutoIndex::for_size(n as u64, k).map_err(|e| e.to_string())?;
+    auto.extend(
+        fps.iter()
+            .copied()
+            .enumerate()
+            .map(|(i, fp)| (i as u64, fp)),
+    )
+    .map_err(|e| e.to_string())?;
+    println!(
+        "auto: build {:.2} s, plan: {}",
+        start.elapsed().as_secs_f64(),
+        auto.plan()
+    );
+    report(
+        "auto",
+        time_queries(&auto, &queries, k),
+        &auto,
+        Some(ref_qps),
+    );
+    report(
+        "auto, query_batch",
+        time_batch(&auto, &queries, k),
+        &auto,
+        Some(ref_qps),
+    );
+    drop(auto);
+
+    let mut permuted = PermutedIndex::builder();
+    permuted.max_distance(k).expected_len(n as u64);
+    if let Some(blocks) = args.blocks {
+        permuted.blocks(blocks);
+    }
+    let mut permuted = permuted.build().map_err(|e| e.to_string())?;
+    permuted
+        .extend(
+            fps.iter()
+                .copied()
+                .enumerate()
+                .map(|(i, fp)| (i as u64, fp)),
+        )
+        .map_err(|e| e.to_string())?;
+    report(
+        "permuted",
+        time_queries(&permuted, &queries, k),
+        &permuted,
+        Some(ref_qps),
+    );
+    report(
+        "permuted, query_batch",
+        time_batch(&permuted, &queries, k),
+        &permuted,
+        Some(ref_qps),
+    );
+    drop(permuted);
+    if args.quick {
+        return Ok(());
+    }
+
+    let bands = build(BandIndex::new(k + 1).map_err(|e| e.to_string())?, &fps);
+    report(
+        "bands (k+1)",
+        time_queries(&bands, &queries, k),
+        &bands,
+        Some(ref_qps),
+    );
+    drop(bands);
+
+    let mut mih = MihIndex::builder();
+    mih.expected_len(n as u64).max_distance(k);
+    let mih = build(mih.build().map_err(|e| e.to_string())?, &fps);
+    report(
+        "multi-index",
+        time_queries(&mih, &queries, k),
+        &mih,
+        Some(ref_qps),
+    );
+    drop(mih);
+
+    let linear = build(LinearIndex::new(), &fps);
+    let few = &queries[..queries.len().min(2000)];
+    report(
+        "linear scan",
+        time_queries(&linear, few, k),
+        &linear,
+        Some(ref_qps),
+    );
+
+    // Online inserts: time per insert into a built permuted index, buffer merges included.
+    let mut online = PermutedIndex::builder();
+    online.max_distance(k).expected_len(n as u64);
+    let mut online = online.build().map_err(|e| e.to_string())?;
+    let start = Instant::now();
+    for (id, &fp) in fps.iter().enumerate() {
+        online.insert(id as u64, fp).map_err(|e| e.to_string())?;
+    }
+    let per_insert = start.elapsed().as_secs_f64() / n.max(1) as f64;
+    println!(
+        "online inserts into permuted: {:.2} us per insert (buffer merges included)",
+        per_insert * 1e6
+    );
+    report(
+        "permuted after online inserts",
+        time_queries(&online, &queries, k),
+        &online,
+        Some(ref_qps),
+    );
+    Ok(())
+}
+
+fn mode_large(args: &Args) -> Result<(), String> {
+    let k = args.k.unwrap_or(3);
+    let fps = load_fps(args, 100_000_000, 2)?;
+    let n = fps.len();
+    let queries = make_queries(&fps, args.queries.unwrap_or(2_000_000), k);
+    let start = Instant::now();
+    let mut permuted = PermutedIndex::builder();
+    permuted.max_distance(k).expected_len(n as u64);
+    let mut permuted = permuted.build().map_err(|e| e.to_string())?;
+    println!("n = {n}, k = {k}, layout {}", permuted.layout());
+    permuted
+        .extend(
+            fps.iter()
+                .copied()
+                .enumerate()
+                .map(|(i, fp)| (i as u64, fp)),
+        )
+        .map_err(|e| e.to_string())?;
+    drop(fps);
+    println!("build {:.1} s", start.elapsed().as_secs_f64());
+    report(
+        "permuted (large)",
+        time_queries(&permuted, &queries, k),
+        &permuted,
+        None,
+    );
+    report(
+        "permuted (large), query_batch",
+        time_batch(&permuted, &queries, k),
+        &permuted,
+        None,
+    );
+    Ok(())
+}
+
+fn mode_join(args: &Args) -> Result<(), String> {
+    let k = args.k.unwrap_or(3);
+    let mut fps = load_fps(args, 10_000_000, 3)?;
+    let n = fps.len();
+    let mut state = 99u64;
+    let mut planted = Vec::new();
+    for _ in 0..args.planted.min(n / 2) {
+        let a = (splitmix(&mut state) % n as u64) as usize;
+        let b = (splitmix(&mut state) % n as u64) as usize;
+        if a == b {
+            continue;
+        }
+        let flips = 1 + (splitmix(&mut state) % u64::from(k.max(1))) as u32;
+        fps[b] = flip(fps[a], flips.min(k), &mut state);
+        planted.push((a.min(b) as u32, a.max(b) as u32));
+    }
+    let start = Instant::now();
+    let pairs = self_join(&fps, k).map_err(|e| e.to_string())?;
+    let secs = start.elapsed().as_secs_f64();
+    let layout = neardup::index::join::join_layout(n as u64, k).map(|l| l.to_string());
+    // A planted pair may have been overwritten by a later plant; check those still within k.
+    let mut checked = 0;
+    for &(a, b) in &planted {
+        if (fps[a as usize] ^ fps[b as usize]).count_ones() <= k {
+            checked += 1;
+            let found = pairs.binary_search_by(|p| (p.a, p.b).cmp(&(a, b))).is_ok();
+            assert!(found, "planted pair ({a}, {b}) missing");
+        }
+    }
+    println!(
+        "join n = {n}, k = {k}: {:.2} s on {} threads, {} pairs, all {checked} planted pairs found  [{}]",
+        secs,
+        rayon::current_num_threads(),
+        pairs.len(),
+        layout.unwrap_or_default()
+    );
+    Ok(())
+}
+
+fn mode_radius(args: &Args) -> Result<(), String> {
+    let fps = load_fps(args, 1_000_000, 4)?;
+    let n = fps.len();
+    let linear = build(LinearIndex::new(), &fps);
+    for k in [7u32, 10, 12, 16] {
+        if args.k.is_some_and(|only| only != k) {
+            continue;
+        }
+        let queries = make_queries(&fps, args.queries.unwrap_or(20_000), k);
+        let linear_qps = time_queries(&linear, &queries[..queries.len().min(1000)], k);
+        let start = Instant::now();
+        let mut mih = MihIndex::builder();
+        mih.expected_len(n as u64).max_distance(k);
+        let mut mih = mih.build().map_err(|e| e.to_string())?;
+        mih.extend(
+            fps.iter()
+                .copied()
+                .enumerate()
+                .map(|(i, fp)| (i as u64, fp)),
+        )
+        .map_err(|e| e.to_string())?;
+        let build_secs = start.elapsed().as_secs_f64();
+        println!("k = {k}, n = {n} (mih build {build_secs:.2} s)");
+        report("  linear scan", linear_qps, &linear, None);
+        report(
+            "  multi-index",
+            time_queries(&mih, &queries, k),
+            &mih,
+            Some(linear_qps),
+        );
+        let auto = AutoIndex::for_size(n as u64, k).map_err(|e| e.to_string())?;
+        println!("  auto plan: {}", auto.plan());
+    }
+    if args.k.is_none_or(|k| k == 10) {
+        let start = Instant::now();
+        let pairs = self_join(&fps, 10).map_err(|e| e.to_string())?;
+        println!(
+            "join n = {n}, k = 10: {:.2} s on {} threads, {} pairs",
+            start.elapsed().as_secs_f64(),
+            rayon::current_num_threads(),
+            pairs.len()
+        );
+    }
+    Ok(())
+}
+
+fn mode_dump(args: &Args) -> Result<(), String> {
+    let fps = load_fps(args, 100_000, 1)?;
+    let path = args.out.as_deref().ok_or("dump needs --out FILE")?;
+    let mut file = std::io::BufWriter::new(std::fs::File::create(path).map_err(|e| e.to_string())?);
+    for fp in fps {
+        writeln!(file, "{fp:016x}").map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+fn main() {
+    let result = parse_args().and_then(|args| match args.mode.as_str() {
+        "k3" => mode_k3(&args),
+        "large" => mode_large(&args),
+        "join" => mode_join(&args),
+        "radius" => mode_radius(&args),
+        "dump" => mode_dump(&args),
+        other => Err(format!(
+            "unknown mode {other}: k3, large, join, radius, dump"
+        )),
+    });
+    if let Err(e) = result {
+        eprintln!("index_bench: {e}");
+        std::process::exit(2);
+    }
+}

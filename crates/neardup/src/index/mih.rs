@@ -1,0 +1,258 @@
+//! Multi-index hashing (Norouzi, Punjani, Fleet, "Fast Search in Hamming Space with
+//! Multi-Index Hashing", CVPR 2012).
+//!
+//! The 64 bits are cut into `m` contiguous substrings, each indexed in its own table. If
+//! two fingerprints are within `k` bits, the differing bits fall into the substrings, and
+//! for radii `r_i` with `sum (r_i + 1) > k` at least one substring `i` differs in at most
+//! `r_i` bits (otherwise the distance would be at least `sum (r_i + 1)`). So a query probes,
+//! in each table `i`, every substring value within `r_i` of its own, and verifies what it
+//! finds: exact recall for any `k`, chosen per query. With `m` near `64 / log2 n` a bucket
+//! holds about one fingerprint, and radii of `k / m` keep the probe count small even for
+//! `k` of 10 to 16, where a pigeonhole layout would need `k + 1` tables of tiny keys.
+//!
+//! Tables are sorted arrays with a directory indexed by the whole substring (a CSR layout)
+//! when the substring is short enough, see `table.rs`; no hash map per bucket.
+
+use super::plan;
+use super::table::{ball_size, forward_to_tables, KeySpec, Radii, TableSet};
+use super::{HammingIndex, IndexError, IndexStats, Match, QueryStats};
+
+/// Builds a [`MihIndex`].
+#[derive(Debug, Clone)]
+pub struct MihIndexBuilder {
+    substrings: Option<u32>,
+    expected_len: u64,
+    max_distance: u32,
+    buffer_capacity: Option<usize>,
+    max_candidates_per_probe: Option<usize>,
+}
+
+impl Default for MihIndexBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl MihIndexBuilder {
+    /// Substring count chosen for a million fingerprints at radius 10.
+    pub fn new() -> Self {
+        MihIndexBuilder {
+            substrings: None,
+            expected_len: 1 << 20,
+            max_distance: 10,
+            buffer_capacity: None,
+            max_candidates_per_probe: None,
+        }
+    }
+
+    /// Overrides the automatic choice: this many substrings (1 to 64).
+    pub fn substrings(&mut self, substrings: u32) -> &mut Self {
+        self.substrings = Some(substrings);
+        self
+    }
+
+    /// The number of fingerprints the substring count is chosen for.
+    pub fn expected_len(&mut self, fingerprints: u64) -> &mut Self {
+        self.expected_len = fingerprints;
+        self
+    }
+
+    /// The radius (bits) the substring count is tuned for; every radius stays exact.
+    pub fn max_distance(&mut self, bits: u32) -> &mut Self {
+        self.max_distance = bits;
+        self
+    }
+
+    /// Inserts buffered (and scanned linearly by queries) before a merge into the tables;
+    /// by default about `sqrt(n)`.
+    pub fn buffer_capacity(&mut self, inserts: usize) -> &mut Self {
+        self.buffer_capacity = Some(inserts.max(1));
+        self
+    }
+
+    /// Verify at most this many candidates per bucket; longer buckets are cut short and
+    /// counted in [`QueryStats::capped_probes`] (the result is then possibly incomplete).
+    pub fn max_candidates_per_probe(&mut self, candidates: usize) -> &mut Self {
+        self.max_candidates_per_probe = Some(candidates);
+        self
+    }
+
+    /// Builds the empty index.
+    ///
+    /// # Errors
+    /// [`IndexError::InvalidLayout`] when the substring count is not in 1..=64.
+    pub fn build(&self) -> Result<MihIndex, IndexError> {
+        let substrings = self
+            .substrings
+            .unwrap_or_else(|| plan::best_mih_substrings(self.expected_len, self.max_distance));
+        if !(1..=64).contains(&substrings) {
+            return Err(IndexError::InvalidLayout(format!(
+                "substrings = {substrings}: the substring count must be 1 to 64"
+            )));
+        }
+        let ranges = super::bands::band_ranges(substrings);
+        let keys = ranges
+            .iter()
+            .map(|&range| KeySpec::new(&[range]))
+            .collect::<Result<Vec<_>, _>>()?;
+        let widths: Vec<u32> = ranges.iter().map(|r| r.1).collect();
+        Ok(MihIndex {
+            tables: TableSet::new(keys, self.buffer_capacity, self.max_candidates_per_probe),
+            radii_by_distance: (0..=64).map(|k| mih_radii(&widths, k)).collect(),
+            widths,
+        })
+    }
+}
+
+/// Per-substring radii for `max_distance`: `k + 1` units spread as evenly as possible, the
+/// extra ones on the narrowest substrings (their balls are smallest); a substring with no
+/// unit is not probed at all.
+pub(crate) fn mih_radii(widths: &[u32], max_distance: u32) -> Vec<Option<u32>> {
+    let m = widths.len() as u32;
+    let units = max_distance + 1;
+    let (base, extra) = (units / m, units % m);
+    let mut order: Vec<usize> = (0..widths.len()).collect();
+    order.sort_by_key(|&i| (widths[i], i));
+    let mut radii = vec![None; widths.len()];
+    for (rank, &i) in order.iter().enumerate() {
+        let u = base + u32::from((rank as u32) < extra);
+        radii[i] = u.checked_sub(1);
+    }
+    radii
+}
+
+/// Multi-index hashing over `m` substrings; exact for every `max_distance`.
+///
+/// For radii whose probing would cost more than scanning every fingerprint (a large `k`
+/// on a small set) the query scans instead; either way the answer is exact.
+///
+/// ```
+/// use neardup::index::{HammingIndex, Match, MihIndex};
+/// let mut index = MihIndex::builder().expected_len(1000).max_distance(12).build()?;
+/// index.insert(5, 0)?;
+/// index.insert(6, 0xFFF)?; // 12 bits from 0
+/// let hits = index.query(0, 12)?;
+/// assert_eq!(hits, vec![Match { distance: 0, id: 5 }, Match { distance: 12, id: 6 }]);
+/// Ok::<(), neardup::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct MihIndex {
+    tables: TableSet,
+    widths: Vec<u32>,
+    /// `mih_radii(widths, k)` for every `k` in 0..=64, computed once.
+    radii_by_distance: Vec<Vec<Option<u32>>>,
+}
+
+impl MihIndex {
+    /// A builder (substring count chosen for a million fingerprints at radius 10).
+    pub fn builder() -> MihIndexBuilder {
+        MihIndexBuilder::new()
+    }
+
+    /// An empty index of `substrings` substrings.
+    ///
+    /// # Errors
+    /// [`IndexError::InvalidLayout`] when `substrings` is not in 1..=64.
+    pub fn new(substrings: u32) -> Result<Self, IndexError> {
+        Self::builder().substrings(substrings).build()
+    }
+
+    /// The number of substrings (tables).
+    pub fn substrings(&self) -> u32 {
+        self.widths.len() as u32
+    }
+
+    /// Inserts many `(id, fingerprint)` pairs and sorts them into the tables at once.
+    ///
+    /// # Errors
+    /// [`IndexError::DuplicateId`] at the first id already present (the pairs before it
+    /// stay inserted), [`IndexError::Full`] past 2^32 - 1 rows.
+    pub fn extend<I: IntoIterator<Item = (u64, u64)>>(
+        &mut self,
+        items: I,
+    ) -> Result<(), IndexError> {
+        self.tables.extend(items)
+    }
+
+    /// Merges the insert buffer into the tables (queries then scan no buffer).
+    pub fn flush(&mut self) {
+        self.tables.merge_buffer();
+    }
+
+    /// Whether probing for `max_distance` is expected to cost more than a full scan.
+    fn scan_is_cheaper(&self, radii: &[Option<u32>]) -> bool {
+        let n = self.tables.tabled_len() as f64;
+        let mut probes = 0.0;
+        let mut candidates = 0.0;
+        for (&width, radius) in self.widths.iter().zip(radii) {
+            if let Some(r) = *radius {
+                let balls = ball_size(width, r);
+                probes += balls;
+                candidates += balls * n / 2f64.powi(width as i32);
+            }
+        }
+        plan::probe_cost_ns(probes, candidates) > plan::scan_cost_ns(n)
+    }
+}
+
+impl HammingIndex for MihIndex {
+    forward_to_tables!();
+
+    fn query_into(
+        &self,
+        fingerprint: u64,
+        max_distance: u32,
+        out: &mut Vec<Match>,
+    ) -> Result<QueryStats, IndexError> {
+        let radii = &self.radii_by_distance[max_distance.min(64) as usize];
+        if self.scan_is_cheaper(radii) {
+            return Ok(self.tables.query_by_scan(fingerprint, max_distance, out));
+        }
+        Ok(self
+            .tables
+            .query(fingerprint, max_distance, Radii::PerTable(radii), out))
+    }
+
+    fn max_supported_distance(&self) -> u32 {
+        64
+    }
+
+    fn stats(&self) -> IndexStats {
+        let bits: Vec<String> = self.tables.keys().map(|k| k.bits().to_string()).collect();
+        self.tables.stats(format!(
+            "multi-index hashing: {} substrings of {} bits",
+            self.widths.len(),
+            bits.join("/")
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn radii_satisfy_the_refined_pigeonhole() {
+        for m in 1..=8u32 {
+            let widths: Vec<u32> = super::super::bands::band_ranges(m)
+                .iter()
+                .map(|r| r.1)
+                .collect();
+            for k in 0..=20 {
+                let radii = mih_radii(&widths, k);
+                let units: u32 = radii.iter().map(|r| r.map_or(0, |r| r + 1)).sum();
+                assert_eq!(units, k + 1, "m = {m}, k = {k}");
+            }
+        }
+    }
+
+    #[test]
+    fn every_radius_is_exact_even_past_the_tables() {
+        let mut index = MihIndex::new(4).expect("valid");
+        index.insert(1, 0).expect("fresh");
+        index.insert(2, u64::MAX).expect("fresh");
+        index.flush();
+        assert_eq!(index.query(0, 63).expect("exact").len(), 1);
+        assert_eq!(index.query(0, 64).expect("exact").len(), 2);
+    }
+}

@@ -1,0 +1,540 @@
+//! Permuted sorted tables (Manku, Jain, Das Sarma, "Detecting near-duplicates for web
+//! crawling", WWW 2007).
+//!
+//! The 64 bits are split into `B` blocks. For every choice of `k` blocks that may hold the
+//! differing bits, one table keeps every fingerprint ordered by the *other* `B - k`
+//! blocks (the paper moves them to the top with a permutation `π` and sorts; we sort by
+//! those bits directly, which yields the same runs, see `table.rs`). Two
+//! fingerprints within `k` bits differ in at most `k` blocks, so in the table whose prefix
+//! avoids those blocks they share the whole prefix of `p` bits: a query looks up its prefix
+//! in every table and verifies the run, which holds about `n / 2^p` fingerprints.
+//!
+//! The two-level variant (the paper's 16-table design) splits the bits left over by the
+//! first level again into `B2` blocks and also fixes `B2 - k` of them, for
+//! `C(B, k) * C(B2, k)` tables with longer prefixes.
+
+use super::plan;
+use super::table::{forward_to_tables, KeySpec, Radii, TableSet};
+use super::{HammingIndex, IndexError, IndexStats, Match, QueryStats};
+
+/// Tables beyond this are refused: each costs about 12 bytes per fingerprint.
+const MAX_TABLES: u64 = 4096;
+
+/// Which blocks make up the tables of a [`PermutedIndex`]: the radius it guarantees, the
+/// block count and, optionally, a second level of blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PermutedLayout {
+    max_distance: u32,
+    blocks: u32,
+    second_level_blocks: Option<u32>,
+}
+
+impl PermutedLayout {
+    /// `blocks` blocks, one table per choice of `max_distance` blocks left free.
+    ///
+    /// # Errors
+    /// [`IndexError::MaxDistanceUnsupported`] when `blocks <= max_distance`;
+    /// [`IndexError::InvalidLayout`] for more than 64 blocks or 4096 tables.
+    pub fn new(max_distance: u32, blocks: u32) -> Result<Self, IndexError> {
+        Self::validate(PermutedLayout {
+            max_distance,
+            blocks,
+            second_level_blocks: None,
+        })
+    }
+
+    /// Like [`PermutedLayout::new`], and the bits of the free blocks are split again into
+    /// `second_level_blocks` blocks of which `max_distance` are left free.
+    ///
+    /// # Errors
+    /// As [`PermutedLayout::new`], also when `second_level_blocks <= max_distance` or the
+    /// free bits are fewer than `second_level_blocks`.
+    pub fn two_level(
+        max_distance: u32,
+        blocks: u32,
+        second_level_blocks: u32,
+    ) -> Result<Self, IndexError> {
+        Self::validate(PermutedLayout {
+            max_distance,
+            blocks,
+            second_level_blocks: Some(second_level_blocks),
+        })
+    }
+
+    /// The layout [`plan::choose_layout`] prefers for `fingerprints` at `max_distance`
+    /// among permuted layouts only.
+    ///
+    /// # Errors
+    /// [`IndexError::InvalidLayout`] when no permuted layout of at most 4096 tables
+    /// answers `max_distance`.
+    pub fn for_size(fingerprints: u64, max_distance: u32) -> Result<Self, IndexError> {
+        plan::best_permuted(fingerprints, max_distance).ok_or_else(|| {
+            IndexError::InvalidLayout(format!(
+                "no permuted layout of at most {MAX_TABLES} tables answers max_distance {max_distance}"
+            ))
+        })
+    }
+
+    fn validate(layout: Self) -> Result<Self, IndexError> {
+        let k = layout.max_distance;
+        if layout.blocks <= k {
+            return Err(IndexError::MaxDistanceUnsupported {
+                max_distance: k,
+                blocks: layout.blocks,
+            });
+        }
+        if layout.blocks > 64 {
+            return Err(IndexError::InvalidLayout(format!(
+                "blocks = {}: at most 64 blocks of 64 bits",
+                layout.blocks
+            )));
+        }
+        if let Some(second) = layout.second_level_blocks {
+            if second <= k {
+                return Err(IndexError::MaxDistanceUnsupported {
+                    max_distance: k,
+                    blocks: second,
+                });
+            }
+            if second > layout.free_bits_min() {
+                return Err(IndexError::InvalidLayout(format!(
+                    "second_level_blocks = {second}: the free blocks hold only {} bits",
+                    layout.free_bits_min()
+                )));
+            }
+        }
+        if layout.tables() > MAX_TABLES {
+            return Err(IndexError::InvalidLayout(format!(
+                "{} tables: at most {MAX_TABLES} (use fewer blocks or a multi-index layout)",
+                layout.tables()
+            )));
+        }
+        Ok(layout)
+    }
+
+    /// The smallest number of bits left in `k` free first-level blocks.
+    fn free_bits_min(&self) -> u32 {
+        (64 / self.blocks) * self.max_distance
+    }
+
+    /// The radius every query up to which is answered exactly.
+    pub fn max_distance(&self) -> u32 {
+        self.max_distance
+    }
+
+    /// First-level blocks.
+    pub fn blocks(&self) -> u32 {
+        self.blocks
+    }
+
+    /// Second-level blocks, if any.
+    pub fn second_level_blocks(&self) -> Option<u32> {
+        self.second_level_blocks
+    }
+
+    /// The number of tables: `C(blocks, k)`, times `C(second_level_blocks, k)`.
+    pub fn tables(&self) -> u64 {
+        let first = plan::binomial(self.blocks, self.max_distance);
+        match self.second_level_blocks {
+            Some(second) => first.saturating_mul(plan::binomial(second, self.max_distance)),
+            None => first,
+        }
+    }
+
+    /// The prefix length (exact-match bits) of each table, in table order.
+    pub fn prefix_bits(&self) -> Vec<u32> {
+        self.prefixes()
+            .iter()
+            .map(|p| p.iter().map(|r| r.1).sum())
+            .collect()
+    }
+
+    /// The prefix of every table as bit ranges `(lowest bit, width)`.
+    fn prefixes(&self) -> Vec<Vec<(u32, u32)>> {
+        let k = self.max_distance as usize;
+        let blocks = super::bands::band_ranges(self.blocks);
+        let mut prefixes = Vec::new();
+        for free in combinations(blocks.len(), k) {
+            let fixed: Vec<(u32, u32)> = (0..blocks.len())
+                .filter(|i| !free.contains(i))
+                .map(|i| blocks[i])
+                .collect();
+            match self.second_level_blocks {
+                None => prefixes.push(coalesce(fixed)),
+                Some(second) => {
+                    let free_ranges: Vec<(u32, u32)> = free.iter().map(|&i| blocks[i]).collect();
+                    let sub_blocks = split_ranges(&free_ranges, second);
+                    for free2 in combinations(sub_blocks.len(), k) {
+                        let mut prefix = fixed.clone();
+                        for (j, sub) in sub_blocks.iter().enumerate() {
+                            if !free2.contains(&j) {
+                                prefix.extend_from_slice(sub);
+                            }
+                        }
+                        prefixes.push(coalesce(prefix));
+                    }
+                }
+            }
+        }
+        prefixes
+    }
+
+    pub(crate) fn keys(&self) -> Result<Vec<KeySpec>, IndexError> {
+        self.prefixes().iter().map(|p| KeySpec::new(p)).collect()
+    }
+}
+
+impl std::fmt::Display for PermutedLayout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let bits = self.prefix_bits();
+        let (lo, hi) = (
+            bits.iter().copied().min().unwrap_or(0),
+            bits.iter().copied().max().unwrap_or(0),
+        );
+        write!(f, "permuted: {} blocks", self.blocks)?;
+        if let Some(second) = self.second_level_blocks {
+            write!(f, " x {second}")?;
+        }
+        write!(f, ", {} tables, prefix {lo}", self.tables())?;
+        if hi != lo {
+            write!(f, "-{hi}")?;
+        }
+        write!(f, " bits, k <= {}", self.max_distance)
+    }
+}
+
+/// Every `r`-subset of `0..n`, in lexicographic order.
+pub(crate) fn combinations(n: usize, r: usize) -> Vec<Vec<usize>> {
+    let mut out = Vec::new();
+    if r > n {
+        return out;
+    }
+    let mut pick: Vec<usize> = (0..r).collect();
+    loop {
+        out.push(pick.clone());
+        let Some(i) = (0..r).rev().find(|&i| pick[i] != i + n - r) else {
+            return out;
+        };
+        pick[i] += 1;
+        for j in i + 1..r {
+            pick[j] = pick[j - 1] + 1;
+        }
+    }
+}
+
+/// Splits the bits of `ranges` (taken in order) into `parts` pieces whose sizes differ by
+/// at most one; a piece may span several ranges.
+fn split_ranges(ranges: &[(u32, u32)], parts: u32) -> Vec<Vec<(u32, u32)>> {
+    let total: u32 = ranges.iter().map(|r| r.1).sum();
+    (0..parts)
+        .map(|p| {
+            let (from, to) = (p * total / parts, (p + 1) * total / parts);
+            let mut piece = Vec::new();
+            let mut offset = 0;
+            for &(lo, width) in ranges {
+                let (a, b) = (from.max(offset), to.min(offset + width));
+                if a < b {
+                    piece.push((lo + a - offset, b - a));
+                }
+                offset += width;
+            }
+            piece
+        })
+        .collect()
+}
+
+/// Sorts ranges from the top bit down and joins neighbours, so a key extracts fewer
+/// pieces (its bit order does not matter for correctness).
+fn coalesce(mut ranges: Vec<(u32, u32)>) -> Vec<(u32, u32)> {
+    ranges.sort_unstable_by_key(|r| std::cmp::Reverse(r.0));
+    let mut out: Vec<(u32, u32)> = Vec::with_capacity(ranges.len());
+    for (lo, width) in ranges {
+        match out.last_mut() {
+            Some(last) if lo + width == last.0 => {
+                last.0 = lo;
+                last.1 += width;
+            }
+            _ => out.push((lo, width)),
+        }
+    }
+    out
+}
+
+/// Builds a [`PermutedIndex`].
+#[derive(Debug, Clone)]
+pub struct PermutedIndexBuilder {
+    max_distance: u32,
+    expected_len: u64,
+    blocks: Option<u32>,
+    second_level_blocks: Option<u32>,
+    buffer_capacity: Option<usize>,
+    max_candidates_per_probe: Option<usize>,
+}
+
+impl Default for PermutedIndexBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl PermutedIndexBuilder {
+    /// `max_distance` 3, layout chosen for one million fingerprints.
+    pub fn new() -> Self {
+        PermutedIndexBuilder {
+            max_distance: 3,
+            expected_len: 1 << 20,
+            blocks: None,
+            second_level_blocks: None,
+            buffer_capacity: None,
+            max_candidates_per_probe: None,
+        }
+    }
+
+    /// The largest radius queries will use (bits).
+    pub fn max_distance(&mut self, bits: u32) -> &mut Self {
+        self.max_distance = bits;
+        self
+    }
+
+    /// The number of fingerprints the layout is chosen for (when no blocks are given).
+    pub fn expected_len(&mut self, fingerprints: u64) -> &mut Self {
+        self.expected_len = fingerprints;
+        self
+    }
+
+    /// Overrides the automatic layout: this many first-level blocks.
+    pub fn blocks(&mut self, blocks: u32) -> &mut Self {
+        self.blocks = Some(blocks);
+        self
+    }
+
+    /// Overrides the automatic layout: split the free blocks again into this many blocks
+    /// (requires [`PermutedIndexBuilder::blocks`]).
+    pub fn second_level_blocks(&mut self, blocks: u32) -> &mut Self {
+        self.second_level_blocks = Some(blocks);
+        self
+    }
+
+    /// Inserts buffered (and scanned linearly by queries) before a merge into the sorted
+    /// tables; by default about `sqrt(n)`.
+    pub fn buffer_capacity(&mut self, inserts: usize) -> &mut Self {
+        self.buffer_capacity = Some(inserts.max(1));
+        self
+    }
+
+    /// Verify at most this many candidates per run; longer runs are cut short and counted
+    /// in [`QueryStats::capped_probes`] (the result is then possibly incomplete).
+    pub fn max_candidates_per_probe(&mut self, candidates: usize) -> &mut Self {
+        self.max_candidates_per_probe = Some(candidates);
+        self
+    }
+
+    /// The layout this builder would use.
+    ///
+    /// # Errors
+    /// As [`PermutedLayout::new`] and [`PermutedLayout::two_level`].
+    pub fn layout(&self) -> Result<PermutedLayout, IndexError> {
+        match (self.blocks, self.second_level_blocks) {
+            (Some(blocks), None) => PermutedLayout::new(self.max_distance, blocks),
+            (Some(blocks), Some(second)) => {
+                PermutedLayout::two_level(self.max_distance, blocks, second)
+            }
+            (None, Some(_)) => Err(IndexError::InvalidLayout(
+                "second_level_blocks needs blocks".to_owned(),
+            )),
+            (None, None) => PermutedLayout::for_size(self.expected_len, self.max_distance),
+        }
+    }
+
+    /// Builds the empty index.
+    ///
+    /// # Errors
+    /// As [`PermutedIndexBuilder::layout`].
+    pub fn build(&self) -> Result<PermutedIndex, IndexError> {
+        let layout = self.layout()?;
+        PermutedIndex::with_layout_and_limits(
+            layout,
+            self.buffer_capacity,
+            self.max_candidates_per_probe,
+        )
+    }
+}
+
+/// Manku's permuted sorted tables; answers every `max_distance` up to its layout's.
+///
+/// Memory: about 12 bytes per fingerprint per table (a sorted fingerprint plus a 32-bit
+/// row number: rows are 4 bytes cheaper than repeating the 8-byte id in every table, and
+/// the fingerprint is kept so that verification streams the run without touching the
+/// row store), plus a directory of about 2 bytes per fingerprint per table, plus about
+/// 40 bytes per fingerprint for ids and the id map.
+///
+/// ```
+/// use neardup::index::{HammingIndex, Match, PermutedIndex};
+/// let mut index = PermutedIndex::builder().max_distance(3).expected_len(1000).build()?;
+/// index.insert(1, 0xF0F0)?;
+/// index.insert(2, 0xF0F0 ^ 0b111)?;
+/// let hits = index.query(0xF0F0, 3)?;
+/// assert_eq!(hits, vec![Match { distance: 0, id: 1 }, Match { distance: 3, id: 2 }]);
+/// Ok::<(), neardup::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct PermutedIndex {
+    tables: TableSet,
+    layout: PermutedLayout,
+}
+
+impl PermutedIndex {
+    /// A builder (radius 3, layout for a million fingerprints unless overridden).
+    pub fn builder() -> PermutedIndexBuilder {
+        PermutedIndexBuilder::new()
+    }
+
+    /// An empty index with `layout`.
+    ///
+    /// # Errors
+    /// [`IndexError::InvalidLayout`] when a table's prefix cannot be built.
+    pub fn with_layout(layout: PermutedLayout) -> Result<Self, IndexError> {
+        Self::with_layout_and_limits(layout, None, None)
+    }
+
+    fn with_layout_and_limits(
+        layout: PermutedLayout,
+        buffer_capacity: Option<usize>,
+        cap: Option<usize>,
+    ) -> Result<Self, IndexError> {
+        Ok(PermutedIndex {
+            tables: TableSet::new(layout.keys()?, buffer_capacity, cap),
+            layout,
+        })
+    }
+
+    /// The layout.
+    pub fn layout(&self) -> PermutedLayout {
+        self.layout
+    }
+
+    /// Inserts many `(id, fingerprint)` pairs and sorts them into the tables at once.
+    ///
+    /// # Errors
+    /// [`IndexError::DuplicateId`] at the first id already present (the pairs before it
+    /// stay inserted), [`IndexError::Full`] past 2^32 - 1 rows.
+    pub fn extend<I: IntoIterator<Item = (u64, u64)>>(
+        &mut self,
+        items: I,
+    ) -> Result<(), IndexError> {
+        self.tables.extend(items)
+    }
+
+    /// Merges the insert buffer into the sorted tables (queries then scan no buffer).
+    pub fn flush(&mut self) {
+        self.tables.merge_buffer();
+    }
+}
+
+impl HammingIndex for PermutedIndex {
+    forward_to_tables!();
+
+    fn query_into(
+        &self,
+        fingerprint: u64,
+        max_distance: u32,
+        out: &mut Vec<Match>,
+    ) -> Result<QueryStats, IndexError> {
+        if max_distance > self.layout.max_distance {
+            return Err(IndexError::MaxDistanceUnsupported {
+                max_distance,
+                blocks: self.layout.max_distance + 1,
+            });
+        }
+        Ok(self
+            .tables
+            .query(fingerprint, max_distance, Radii::Exact, out))
+    }
+
+    fn query_batch(
+        &self,
+        fingerprints: &[u64],
+        max_distance: u32,
+        out: &mut Vec<(usize, Match)>,
+    ) -> Result<QueryStats, IndexError> {
+        if max_distance > self.layout.max_distance {
+            return Err(IndexError::MaxDistanceUnsupported {
+                max_distance,
+                blocks: self.layout.max_distance + 1,
+            });
+        }
+        Ok(self
+            .tables
+            .query_batch_exact(fingerprints, max_distance, out))
+    }
+
+    fn max_supported_distance(&self) -> u32 {
+        self.layout.max_distance
+    }
+
+    fn stats(&self) -> IndexStats {
+        self.tables.stats(self.layout.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn combinations_are_complete_and_ordered() {
+        let all = combinations(5, 2);
+        assert_eq!(all.len(), 10);
+        assert_eq!(all[0], vec![0, 1]);
+        assert_eq!(all[9], vec![3, 4]);
+        assert_eq!(combinations(3, 0), vec![Vec::<usize>::new()]);
+        assert!(combinations(2, 3).is_empty());
+    }
+
+    #[test]
+    fn manku_layouts_have_the_papers_prefix_lengths() {
+        let ten = PermutedLayout::new(3, 5).expect("valid");
+        assert_eq!(ten.tables(), 10);
+        assert!(ten.prefix_bits().iter().all(|&p| p == 25 || p == 26));
+        let twenty = PermutedLayout::new(3, 6).expect("valid");
+        assert_eq!(twenty.tables(), 20);
+        assert!(twenty.prefix_bits().iter().all(|&p| (31..=33).contains(&p)));
+        let sixteen = PermutedLayout::two_level(3, 4, 4).expect("valid");
+        assert_eq!(sixteen.tables(), 16);
+        assert_eq!(sixteen.prefix_bits(), vec![28; 16]);
+        assert_eq!(sixteen.keys().expect("valid keys").len(), 16);
+    }
+
+    #[test]
+    fn every_k_bit_difference_leaves_some_prefix_intact() {
+        // Exhaustive over all 3-bit differences for the two-level 16-table design.
+        let layout = PermutedLayout::two_level(3, 4, 4).expect("valid");
+        let masks: Vec<u64> = layout
+            .keys()
+            .expect("keys")
+            .iter()
+            .map(|k| k.mask())
+            .collect();
+        for a in 0..64 {
+            for b in a..64 {
+                for c in b..64 {
+                    let diff = (1u64 << a) | (1u64 << b) | (1u64 << c);
+                    assert!(masks.iter().any(|m| m & diff == 0), "{a} {b} {c}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn layouts_that_cannot_guarantee_k_are_refused() {
+        assert!(matches!(
+            PermutedLayout::new(3, 3),
+            Err(IndexError::MaxDistanceUnsupported { .. })
+        ));
+        assert!(PermutedLayout::two_level(3, 4, 3).is_err());
+        let index = PermutedIndex::with_layout(PermutedLayout::new(2, 4).expect("valid"))
+            .expect("valid layout");
+        assert!(index.query(0, 3).is_err());
+        assert!(index.query(0, 2).is_ok());
+    }
+}

@@ -1,0 +1,1342 @@
+//! The engine shared by the band, permuted and multi-index tables: a row store, key tables
+//! sorted by a bit-subset of the fingerprint, an insert buffer and tombstones.
+//!
+//! Why no crate: this is the product's core. Bands (Charikar/pigeonhole), Manku's permuted
+//! tables and Norouzi's multi-index hashing are all the same structure seen from here: a
+//! table orders every fingerprint by a *key*, some of its bits, and a query looks up the
+//! query's key (or every key within a small radius of it) and verifies the run it finds.
+//! A permuted table sorted by `π(fp)` and probed on its top `p` bits finds exactly the run
+//! this table finds for the key "the chosen blocks' bits", so we store the fingerprint
+//! unpermuted: popcount is permutation-invariant, and the de-duplication test below needs
+//! the fingerprint in its own bit order.
+//!
+//! Layout of one table (about 12 bytes per fingerprint plus a directory):
+//!
+//! - `fps`: fingerprints sorted by (key, fingerprint), so a run is contiguous and the
+//!   verification loop streams 8 bytes per candidate;
+//! - `rows`: the parallel 32-bit row number, read only on a hit (a row indexes the row store,
+//!   which holds the id; a `u64` id per table would cost 4 more bytes per table);
+//! - `dir`: offsets indexed by the top `d` bits of the key (`d` about `log2 n - 1`, or all
+//!   key bits when the key is that short: a CSR layout), so a lookup is one directory read
+//!   plus at most a short binary search, instead of a search over the whole table.
+//!
+//! Inserts go to a buffer that every query scans linearly; it is merged into the tables
+//! in one sequential pass when full, so the per-insert cost stays amortised. Removal
+//! marks the row dead at once (queries check liveness on every hit, and the row's
+//! fingerprint and id are overwritten); merges drop dead entries from the tables and
+//! compaction renumbers the rows, so erased data really leaves memory.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rayon::prelude::*;
+
+use super::linear::{hash_map_bytes, scan};
+use super::{sort_matches, IndexError, IndexStats, Match, QueryStats};
+
+/// The most contiguous bit ranges one key may gather.
+const MAX_RANGES: usize = 24;
+
+/// Runs up to this length are verified by a plain loop; longer ones use the vectorised scan.
+const SHORT_RUN: usize = 32;
+
+/// A key: some contiguous bit ranges of the fingerprint, concatenated (first range most
+/// significant).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct KeySpec {
+    ranges: [(u8, u8); MAX_RANGES],
+    count: u8,
+    bits: u32,
+    mask: u64,
+}
+
+impl KeySpec {
+    /// A key of `ranges`, each `(lowest bit, width)`; the ranges must not overlap.
+    pub(crate) fn new(ranges: &[(u32, u32)]) -> Result<Self, IndexError> {
+        if ranges.is_empty() || ranges.len() > MAX_RANGES {
+            return Err(IndexError::InvalidLayout(format!(
+                "a key gathers 1 to {MAX_RANGES} bit ranges, not {}",
+                ranges.len()
+            )));
+        }
+        // Highest range first: the key is then the mask's bits in fingerprint order (what
+        // BMI2 `pext` would gather), and a single-range key is `fp >> lo` masked.
+        let mut sorted = ranges.to_vec();
+        sorted.sort_unstable_by_key(|r| std::cmp::Reverse(r.0));
+        let ranges = &sorted[..];
+        let mut spec = KeySpec {
+            ranges: [(0, 0); MAX_RANGES],
+            count: ranges.len() as u8,
+            bits: 0,
+            mask: 0,
+        };
+        for (slot, &(lo, width)) in spec.ranges.iter_mut().zip(ranges) {
+            if width == 0 || lo + width > 64 {
+                return Err(IndexError::InvalidLayout(format!(
+                    "bit range {lo}..{} is empty or outside 64 bits",
+                    lo + width
+                )));
+            }
+            let mask = low_mask(width) << lo;
+            if spec.mask & mask != 0 {
+                return Err(IndexError::InvalidLayout(format!(
+                    "bit range {lo}..{} overlaps another range of the same key",
+                    lo + width
+                )));
+            }
+            spec.mask |= mask;
+            spec.bits += width;
+            *slot = (lo as u8, width as u8);
+        }
+        Ok(spec)
+    }
+
+    /// The key's width in bits.
+    pub(crate) fn bits(&self) -> u32 {
+        self.bits
+    }
+
+    /// The key's bits, in fingerprint bit positions.
+    pub(crate) fn mask(&self) -> u64 {
+        self.mask
+    }
+
+    /// The key of `fp`.
+    #[inline]
+    pub(crate) fn extract(&self, fp: u64) -> u64 {
+        if self.count == 1 {
+            let (lo, width) = self.ranges[0];
+            return (fp >> lo) & low_mask(u32::from(width));
+        }
+        let mut key = 0u64;
+        for &(lo, width) in &self.ranges[..usize::from(self.count)] {
+            // A 64-bit range is necessarily the only one, so `key` is still 0 there and the
+            // wrapping shift (by 0) is harmless.
+            key = key.wrapping_shl(u32::from(width)) | ((fp >> lo) & low_mask(u32::from(width)));
+        }
+        key
+    }
+}
+
+/// The lowest `width` bits set (all 64 for `width >= 64`).
+#[inline]
+pub(crate) fn low_mask(width: u32) -> u64 {
+    if width >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << width) - 1
+    }
+}
+
+/// `sum_{j <= radius} C(bits, j)`: the number of keys within `radius` of a `bits`-bit key.
+pub(crate) fn ball_size(bits: u32, radius: u32) -> f64 {
+    let mut term = 1.0f64;
+    let mut total = 1.0f64;
+    for j in 1..=radius.min(bits) {
+        term = term * f64::from(bits - j + 1) / f64::from(j);
+        total += term;
+    }
+    total
+}
+
+/// Calls `f` for every `bits`-bit value within `radius` of `center` (the center first).
+#[inline]
+pub(crate) fn for_each_in_ball<F: FnMut(u64)>(center: u64, bits: u32, radius: u32, f: &mut F) {
+    f(center);
+    if radius > 0 {
+        flip_from(center, 0, bits, radius, f);
+    }
+}
+
+fn flip_from<F: FnMut(u64)>(value: u64, start: u32, bits: u32, left: u32, f: &mut F) {
+    for bit in start..bits {
+        let flipped = value ^ (1u64 << bit);
+        f(flipped);
+        if left > 1 {
+            flip_from(flipped, bit + 1, bits, left - 1, f);
+        }
+    }
+}
+
+/// Directory width for `len` entries and a `key_bits` key: about one slot per two to four
+/// entries (about 1 to 2 bytes per fingerprint), or every key value when the key is that
+/// short.
+pub(crate) fn directory_bits(key_bits: u32, len: usize) -> u32 {
+    let log = usize::BITS - len.leading_zeros();
+    key_bits.min(log.saturating_sub(2).clamp(4, 30))
+}
+
+/// One table: every tabled fingerprint, sorted by (key, fingerprint).
+#[derive(Debug, Clone)]
+pub(crate) struct SortedTable {
+    key: KeySpec,
+    dir_bits: u32,
+    dir: Vec<u32>,
+    fps: Vec<u64>,
+    rows: Vec<u32>,
+}
+
+impl SortedTable {
+    fn empty(key: KeySpec) -> Self {
+        Self::from_sorted(key, Vec::new(), Vec::new())
+    }
+
+    /// Builds the table over `fps`, whose rows are their positions, by a two-pass radix
+    /// sort on the directory bits (no comparison sort of the whole table), then sorts each
+    /// short directory slot.
+    ///
+    /// Pass one partitions by the slot's top 8 bits, pass two counting-sorts each part by
+    /// the remaining bits: every pass writes to a region small enough for the caches and the
+    /// TLB, where a one-pass counting sort would scatter over the whole table and take a
+    /// cache and TLB miss per fingerprint (it was three times slower at 100M).
+    pub(crate) fn build(key: KeySpec, fps: &[u64]) -> Self {
+        const RADIX: u32 = 8;
+        let n = fps.len();
+        let d = directory_bits(key.bits, n);
+        let shift = key.bits - d;
+        let slot_of = |fp: u64| (key.extract(fp) >> shift) as usize;
+        let radix = d.min(RADIX);
+        let low = d - radix;
+
+        let mut part_start = vec![0usize; (1 << radix) + 1];
+        for &fp in fps {
+            part_start[(slot_of(fp) >> low) + 1] += 1;
+        }
+        for b in 1..part_start.len() {
+            part_start[b] += part_start[b - 1];
+        }
+        let mut cursor = part_start.clone();
+        let mut parts = huge_vec(n, (0u64, 0u32));
+        for (row, &fp) in fps.iter().enumerate() {
+            let b = slot_of(fp) >> low;
+            parts[cursor[b]] = (fp, row as u32);
+            cursor[b] += 1;
+        }
+        drop(cursor);
+
+        let mut dir = huge_vec((1usize << d) + 1, 0u32);
+        let mut out_fps = huge_vec(n, 0u64);
+        let mut out_rows = huge_vec(n, 0u32);
+        let mut local = vec![0u32; 1 << low];
+        for b in 0..1usize << radix {
+            let part = &parts[part_start[b]..part_start[b + 1]];
+            let base = b << low;
+            for &(fp, _) in part {
+                dir[slot_of(fp) + 1] += 1;
+            }
+            // dir[base] already holds the global start of this part.
+            for slot in base + 1..=base + (1 << low) {
+                dir[slot] += dir[slot - 1];
+            }
+            local.copy_from_slice(&dir[base..base + (1 << low)]);
+            for &(fp, row) in part {
+                let at = &mut local[slot_of(fp) - base];
+                out_fps[*at as usize] = fp;
+                out_rows[*at as usize] = row;
+                *at += 1;
+            }
+        }
+        drop(parts);
+        if shift > 0 {
+            // A slot then mixes keys that share their top `d` bits: order them by key.
+            for slot in 0..dir.len() - 1 {
+                let (start, end) = (dir[slot] as usize, dir[slot + 1] as usize);
+                if end - start > 1 {
+                    sort_slot(&key, &mut out_fps[start..end], &mut out_rows[start..end]);
+                }
+            }
+        }
+        SortedTable {
+            key,
+            dir_bits: d,
+            dir,
+            fps: out_fps,
+            rows: out_rows,
+        }
+    }
+
+    /// A table over entries already sorted by (key, fingerprint); builds the directory.
+    fn from_sorted(key: KeySpec, fps: Vec<u64>, rows: Vec<u32>) -> Self {
+        let d = directory_bits(key.bits, fps.len());
+        let shift = key.bits - d;
+        let mut dir = huge_vec((1usize << d) + 1, 0u32);
+        for &fp in &fps {
+            dir[(key.extract(fp) >> shift) as usize + 1] += 1;
+        }
+        for slot in 1..dir.len() {
+            dir[slot] += dir[slot - 1];
+        }
+        SortedTable {
+            key,
+            dir_bits: d,
+            dir,
+            fps,
+            rows,
+        }
+    }
+
+    /// Merges `added` (unsorted `(fingerprint, row)`) into a new table in one sequential
+    /// pass, dropping entries whose row is dead.
+    fn merge(&self, added: &[(u64, u32)], live: &[u64], has_dead: bool) -> Self {
+        let key = self.key;
+        let mut added: Vec<(u64, u64, u32)> = added
+            .iter()
+            .map(|&(fp, row)| (key.extract(fp), fp, row))
+            .collect();
+        added.sort_unstable();
+        let len = self.fps.len() + added.len();
+        let d = directory_bits(key.bits, len);
+        let mut fps = huge_capacity(len);
+        let mut rows = huge_capacity(len);
+        if has_dead || d != self.dir_bits || self.fps.is_empty() {
+            let mut new = added.into_iter().peekable();
+            for (&fp, &row) in self.fps.iter().zip(&self.rows) {
+                if !is_live(live, row) {
+                    continue;
+                }
+                let order = (key.extract(fp), fp);
+                while let Some(&(nkey, nfp, nrow)) = new.peek() {
+                    if (nkey, nfp) > order {
+                        break;
+                    }
+                    fps.push(nfp);
+                    rows.push(nrow);
+                    new.next();
+                }
+                fps.push(fp);
+                rows.push(row);
+            }
+            for (_, nfp, nrow) in new {
+                fps.push(nfp);
+                rows.push(nrow);
+            }
+            return Self::from_sorted(key, fps, rows);
+        }
+        // No dead entries and the same directory width: copy the old table in bulk between
+        // the insertion points (found through the directory), and shift the directory by
+        // the number of entries added before each slot.
+        let shift = key.bits - d;
+        let mut old_at = 0;
+        for &(nkey, nfp, nrow) in &added {
+            let slot = (nkey >> shift) as usize;
+            let mut pos = old_at.max(self.dir[slot] as usize);
+            let end = self.dir[slot + 1] as usize;
+            while pos < end && (key.extract(self.fps[pos]), self.fps[pos]) <= (nkey, nfp) {
+                pos += 1;
+            }
+            fps.extend_from_slice(&self.fps[old_at..pos]);
+            rows.extend_from_slice(&self.rows[old_at..pos]);
+            old_at = pos;
+            fps.push(nfp);
+            rows.push(nrow);
+        }
+        fps.extend_from_slice(&self.fps[old_at..]);
+        rows.extend_from_slice(&self.rows[old_at..]);
+        let mut dir = huge_capacity(self.dir.len());
+        let mut before = 0u32;
+        let mut next = added.iter().map(|a| (a.0 >> shift) as usize).peekable();
+        for (slot, &start) in self.dir.iter().enumerate() {
+            while next.next_if(|&s| s < slot).is_some() {
+                before += 1;
+            }
+            dir.push(start + before);
+        }
+        SortedTable {
+            key,
+            dir_bits: d,
+            dir,
+            fps,
+            rows,
+        }
+    }
+
+    /// The directory slot of `key`.
+    #[inline(always)]
+    fn slot(&self, key: u64) -> usize {
+        (key >> (self.key.bits - self.dir_bits)) as usize
+    }
+
+    /// The entries to verify for `key`, given its `slot`; `probe` is any fingerprint with
+    /// that key. Returns `(start, end, check)`: verify `start..end`, keeping only entries
+    /// `fp` with `(fp ^ probe) & check == 0` (the entries whose key is `key`).
+    ///
+    /// When the directory covers the whole key the slot is the run (`check` 0). Otherwise a
+    /// slot holds two to four entries, and filtering them by the key bits during the
+    /// verification pass is cheaper than first searching for the run, a dependent second
+    /// pass over the same cache line. Long slots (clusters) are narrowed by binary search.
+    #[inline(always)]
+    fn locate(&self, slot: usize, key: u64) -> (usize, usize, u64) {
+        let (start, end) = (self.dir[slot] as usize, self.dir[slot + 1] as usize);
+        if self.key.bits == self.dir_bits || end - start <= 16 {
+            let check = if self.key.bits == self.dir_bits {
+                0
+            } else {
+                self.key.mask
+            };
+            return (start, end, check);
+        }
+        let slice = &self.fps[start..end];
+        let lo = slice.partition_point(|&fp| self.key.extract(fp) < key);
+        let hi = lo + slice[lo..].partition_point(|&fp| self.key.extract(fp) == key);
+        (start + lo, start + hi, 0)
+    }
+
+    /// The positions of the run whose key is `key`; `probe` is any fingerprint with that
+    /// key (its other bits are ignored).
+    #[cfg(test)]
+    fn run(&self, key: u64, probe: u64) -> (usize, usize) {
+        let (start, end, check) = self.locate(self.slot(key), key);
+        let slice = &self.fps[start..end];
+        let lo = slice
+            .iter()
+            .position(|&fp| (fp ^ probe) & check == 0)
+            .unwrap_or(slice.len());
+        let len = slice[lo..]
+            .iter()
+            .take_while(|&&fp| (fp ^ probe) & check == 0)
+            .count();
+        (start + lo, start + lo + len)
+    }
+
+    /// A fingerprint whose key is `key`, for a single-range key (multi-index probes).
+    #[inline(always)]
+    fn probe_for(&self, key: u64) -> u64 {
+        debug_assert_eq!(self.key.count, 1, "radius probes need a single-range key");
+        key << self.key.ranges[0].0
+    }
+
+    /// Calls `f(fingerprints, rows)` for every run of two or more entries sharing a key.
+    pub(crate) fn for_each_shared_run<F: FnMut(&[u64], &[u32])>(&self, mut f: F) {
+        if self.key.bits == self.dir_bits {
+            for slot in self.dir.windows(2) {
+                let (start, end) = (slot[0] as usize, slot[1] as usize);
+                if end - start > 1 {
+                    f(&self.fps[start..end], &self.rows[start..end]);
+                }
+            }
+            return;
+        }
+        let mut start = 0;
+        let mut start_key = self.fps.first().map_or(0, |&fp| self.key.extract(fp));
+        for at in 1..=self.fps.len() {
+            let key = self.fps.get(at).map(|&fp| self.key.extract(fp));
+            if key != Some(start_key) {
+                if at - start > 1 {
+                    f(&self.fps[start..at], &self.rows[start..at]);
+                }
+                start = at;
+                start_key = key.unwrap_or(0);
+            }
+        }
+    }
+
+    fn largest_run(&self) -> usize {
+        let mut largest = 0;
+        let mut start = 0;
+        for at in 1..=self.fps.len() {
+            if at == self.fps.len()
+                || self.key.extract(self.fps[at]) != self.key.extract(self.fps[start])
+            {
+                largest = largest.max(at - start);
+                start = at;
+            }
+        }
+        largest
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.dir.capacity() * 4 + self.fps.capacity() * 8 + self.rows.capacity() * 4
+    }
+}
+
+/// Allocations at least this large ask for transparent huge pages.
+const HUGE_BYTES: usize = 4 << 20;
+
+/// An empty vector with room for `capacity` elements, backed by huge pages where the OS
+/// allows it: probes touch random places of tables much larger than what the TLB maps
+/// with 4 KiB pages, and a page walk per probe costs as much as the cache miss itself
+/// (more under virtualisation). Asked before the first write, so pages fault in huge.
+fn huge_capacity<T>(capacity: usize) -> Vec<T> {
+    let v: Vec<T> = Vec::with_capacity(capacity);
+    advise_huge_pages(v.as_ptr().cast::<u8>(), capacity * std::mem::size_of::<T>());
+    v
+}
+
+/// `len` copies of `value` in a [`huge_capacity`] vector.
+fn huge_vec<T: Clone>(len: usize, value: T) -> Vec<T> {
+    let mut v = huge_capacity(len);
+    v.resize(len, value);
+    v
+}
+
+#[cfg(target_os = "linux")]
+fn advise_huge_pages(ptr: *const u8, bytes: usize) {
+    const HUGE_PAGE: usize = 2 << 20;
+    if bytes < HUGE_BYTES {
+        return;
+    }
+    let start = (ptr as usize).next_multiple_of(HUGE_PAGE);
+    let end = (ptr as usize + bytes) & !(HUGE_PAGE - 1);
+    if end > start {
+        // SAFETY: the range lies inside an allocation we own; MADV_HUGEPAGE only changes
+        // how the kernel backs it, never its contents. Failure (no THP) is harmless.
+        unsafe {
+            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn advise_huge_pages(_ptr: *const u8, _bytes: usize) {}
+
+/// Asks for the cache line holding `fps[at]` (and the next one: a run of ~15 fingerprints
+/// spans two), so that the lookups of all tables load in parallel.
+#[inline(always)]
+fn prefetch<T>(fps: &[T], at: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if at < fps.len() {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let line = fps[at..].as_ptr().cast::<i8>();
+        // SAFETY: prefetching has no effect on memory; the second line may lie past the
+        // slice, which a prefetch tolerates (it never faults), and `wrapping_add` keeps the
+        // pointer arithmetic defined.
+        unsafe {
+            _mm_prefetch(line, _MM_HINT_T0);
+            _mm_prefetch(line.wrapping_add(64), _MM_HINT_T0);
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (fps, at);
+}
+
+/// Sorts a slot's parallel arrays by (key, fingerprint): insertion sort for the usual two
+/// to four entries, a sort of pairs for the long slots of clustered fingerprints.
+fn sort_slot(key: &KeySpec, fps: &mut [u64], rows: &mut [u32]) {
+    let order = |fp: u64| (key.extract(fp), fp);
+    if fps.len() <= 16 {
+        for i in 1..fps.len() {
+            let mut j = i;
+            while j > 0 && order(fps[j - 1]) > order(fps[j]) {
+                fps.swap(j - 1, j);
+                rows.swap(j - 1, j);
+                j -= 1;
+            }
+        }
+        return;
+    }
+    let mut pairs: Vec<(u64, u32)> = fps.iter().copied().zip(rows.iter().copied()).collect();
+    pairs.sort_unstable_by_key(|&(fp, _)| order(fp));
+    for ((fp, row), (f, r)) in pairs.into_iter().zip(fps.iter_mut().zip(rows.iter_mut())) {
+        *f = fp;
+        *r = row;
+    }
+}
+
+#[inline]
+fn is_live(live: &[u64], row: u32) -> bool {
+    live[(row / 64) as usize] >> (row % 64) & 1 == 1
+}
+
+/// Tables up to this many are probed in two phases by exact-key queries.
+const EXACT_BATCH: usize = 24;
+
+/// The key radius each table is probed with.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Radii<'a> {
+    /// Every table, exact key (radius 0): bands and permuted tables.
+    Exact,
+    /// Per table; `None` skips the table (multi-index hashing).
+    PerTable(&'a [Option<u32>]),
+}
+
+impl Radii<'_> {
+    #[inline(always)]
+    fn radius(self, table: usize) -> Option<u32> {
+        match self {
+            Radii::Exact => Some(0),
+            Radii::PerTable(radii) => radii[table],
+        }
+    }
+}
+
+/// Rows, tables, buffer and tombstones; the indexes wrap it with their layout and radii.
+#[derive(Debug)]
+pub(crate) struct TableSet {
+    tables: Vec<SortedTable>,
+    row_fps: Vec<u64>,
+    row_ids: Vec<u64>,
+    live: Vec<u64>,
+    by_id: HashMap<u64, u32>,
+    /// Rows below this are in the tables; the rest are in the buffer.
+    tabled_rows: u32,
+    buffer_fps: Vec<u64>,
+    buffer_rows: Vec<u32>,
+    buffer_capacity: Option<usize>,
+    candidate_cap: Option<usize>,
+    capped_total: AtomicU64,
+    /// Dead rows below `tabled_rows` whose entries are still in the tables.
+    tombstones: usize,
+    /// Dead rows anywhere in the row store.
+    dead_rows: usize,
+}
+
+impl Clone for TableSet {
+    fn clone(&self) -> Self {
+        TableSet {
+            tables: self.tables.clone(),
+            row_fps: self.row_fps.clone(),
+            row_ids: self.row_ids.clone(),
+            live: self.live.clone(),
+            by_id: self.by_id.clone(),
+            tabled_rows: self.tabled_rows,
+            buffer_fps: self.buffer_fps.clone(),
+            buffer_rows: self.buffer_rows.clone(),
+            buffer_capacity: self.buffer_capacity,
+            candidate_cap: self.candidate_cap,
+            capped_total: AtomicU64::new(self.capped_total.load(Ordering::Relaxed)),
+            tombstones: self.tombstones,
+            dead_rows: self.dead_rows,
+        }
+    }
+}
+
+/// Tables at least this large are built one after the other, to bound the build's peak
+/// memory (each build holds 16 bytes per fingerprint of scratch).
+const PARALLEL_BUILD_LIMIT: usize = 20_000_000;
+
+impl TableSet {
+    pub(crate) fn new(
+        keys: Vec<KeySpec>,
+        buffer_capacity: Option<usize>,
+        candidate_cap: Option<usize>,
+    ) -> Self {
+        TableSet {
+            tables: keys.into_iter().map(SortedTable::empty).collect(),
+            row_fps: Vec::new(),
+            row_ids: Vec::new(),
+            live: Vec::new(),
+            by_id: HashMap::new(),
+            tabled_rows: 0,
+            buffer_fps: Vec::new(),
+            buffer_rows: Vec::new(),
+            buffer_capacity,
+            candidate_cap,
+            capped_total: AtomicU64::new(0),
+            tombstones: 0,
+            dead_rows: 0,
+        }
+    }
+
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &KeySpec> {
+        self.tables.iter().map(|t| &t.key)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.by_id.len()
+    }
+
+    /// The buffer size at which inserts are merged: about `sqrt(n)` (clamped), which keeps
+    /// both the per-query buffer scan and the amortised per-insert merge cost near
+    /// `sqrt(n)` operations.
+    fn buffer_limit(&self) -> usize {
+        self.buffer_capacity.unwrap_or_else(|| {
+            let n = self.row_fps.len() as f64;
+            (n.sqrt() as usize).clamp(256, 16_384)
+        })
+    }
+
+    fn push_row(&mut self, id: u64, fp: u64) -> Result<u32, IndexError> {
+        if self.row_fps.len() >= u32::MAX as usize {
+            return Err(IndexError::Full {
+                rows: self.row_fps.len(),
+            });
+        }
+        let row = self.row_fps.len() as u32;
+        self.row_fps.push(fp);
+        self.row_ids.push(id);
+        if row % 64 == 0 {
+            self.live.push(0);
+        }
+        self.live[(row / 64) as usize] |= 1 << (row % 64);
+        self.by_id.insert(id, row);
+        Ok(row)
+    }
+
+    pub(crate) fn insert(&mut self, id: u64, fp: u64) -> Result<(), IndexError> {
+        if self.by_id.contains_key(&id) {
+            return Err(IndexError::DuplicateId { id });
+        }
+        let row = self.push_row(id, fp)?;
+        self.buffer_fps.push(fp);
+        self.buffer_rows.push(row);
+        if self.buffer_fps.len() >= self.buffer_limit() {
+            self.merge_buffer();
+        }
+        Ok(())
+    }
+
+    /// Inserts many fingerprints, then merges once (bulk loading).
+    pub(crate) fn extend<I: IntoIterator<Item = (u64, u64)>>(
+        &mut self,
+        items: I,
+    ) -> Result<(), IndexError> {
+        let items = items.into_iter();
+        let more = items.size_hint().0;
+        self.row_fps.reserve(more);
+        self.row_ids.reserve(more);
+        self.by_id.reserve(more);
+        let bulk = more >= self.row_fps.len() / 4;
+        let mut result = Ok(());
+        for (id, fp) in items {
+            if self.by_id.contains_key(&id) {
+                result = Err(IndexError::DuplicateId { id });
+                break;
+            }
+            match self.push_row(id, fp) {
+                Ok(row) if !bulk => {
+                    self.buffer_fps.push(fp);
+                    self.buffer_rows.push(row);
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        // What was inserted before an error stays inserted, as with single inserts. A bulk
+        // load skipped the buffer (the rows are in the row store) and rebuilds every table.
+        if bulk {
+            self.compact();
+        } else {
+            self.merge_buffer();
+        }
+        result
+    }
+
+    pub(crate) fn replace(&mut self, id: u64, fp: u64) -> Result<Option<u64>, IndexError> {
+        let old = self.remove(id);
+        self.insert(id, fp)?;
+        Ok(old)
+    }
+
+    pub(crate) fn remove(&mut self, id: u64) -> Option<u64> {
+        let row = self.by_id.remove(&id)?;
+        let fp = self.row_fps[row as usize];
+        self.live[(row / 64) as usize] &= !(1 << (row % 64));
+        // Erasure: the row store forgets the fingerprint and id now; table copies follow at
+        // the next merge or compaction, and are never reported meanwhile (liveness check).
+        self.row_fps[row as usize] = 0;
+        self.row_ids[row as usize] = 0;
+        self.dead_rows += 1;
+        if row >= self.tabled_rows {
+            if let Some(at) = self.buffer_rows.iter().position(|&r| r == row) {
+                self.buffer_rows.swap_remove(at);
+                self.buffer_fps.swap_remove(at);
+            }
+        } else {
+            self.tombstones += 1;
+        }
+        if self.dead_rows > 1024 && self.dead_rows * 2 > self.row_fps.len() {
+            self.compact();
+        }
+        Some(fp)
+    }
+
+    pub(crate) fn get(&self, id: u64) -> Option<u64> {
+        self.by_id.get(&id).map(|&row| self.row_fps[row as usize])
+    }
+
+    /// Merges the buffer into every table (and drops tombstones on the way).
+    pub(crate) fn merge_buffer(&mut self) {
+        if self.buffer_fps.is_empty() && self.tombstones == 0 {
+            return;
+        }
+        // Large batches (bulk loads) are cheaper to counting-sort from scratch than to
+        // comparison-sort and merge; and a rebuild also renumbers away dead rows.
+        let bulk = self.buffer_fps.len() * 4 >= self.tabled_rows as usize;
+        if bulk || self.dead_rows * 4 > self.row_fps.len() {
+            self.compact();
+            return;
+        }
+        let added: Vec<(u64, u32)> = self
+            .buffer_fps
+            .iter()
+            .copied()
+            .zip(self.buffer_rows.iter().copied())
+            .collect();
+        let live = &self.live;
+        let has_dead = self.tombstones > 0;
+        let merged: Vec<SortedTable> = if self.row_fps.len() < PARALLEL_BUILD_LIMIT {
+            self.tables
+                .par_iter()
+                .map(|t| t.merge(&added, live, has_dead))
+                .collect()
+        } else {
+            self.tables
+                .iter()
+                .map(|t| t.merge(&added, live, has_dead))
+                .collect()
+        };
+        self.tables = merged;
+        self.tabled_rows = self.row_fps.len() as u32;
+        self.buffer_fps.clear();
+        self.buffer_rows.clear();
+        self.tombstones = 0;
+    }
+
+    /// Renumbers the live rows densely and rebuilds every table from them.
+    pub(crate) fn compact(&mut self) {
+        if self.dead_rows > 0 {
+            let mut fps = huge_capacity(self.by_id.len());
+            let mut ids = huge_capacity(self.by_id.len());
+            for (row, (&fp, &id)) in self.row_fps.iter().zip(&self.row_ids).enumerate() {
+                if is_live(&self.live, row as u32) {
+                    fps.push(fp);
+                    ids.push(id);
+                }
+            }
+            self.by_id.clear();
+            self.by_id.shrink_to(ids.len());
+            for (row, &id) in ids.iter().enumerate() {
+                self.by_id.insert(id, row as u32);
+            }
+            let words = fps.len().div_ceil(64);
+            self.live = vec![u64::MAX; words];
+            if fps.len() % 64 != 0 {
+                if let Some(last) = self.live.last_mut() {
+                    *last = low_mask((fps.len() % 64) as u32);
+                }
+            }
+            self.row_fps = fps;
+            self.row_ids = ids;
+            self.dead_rows = 0;
+        }
+        // The buffered rows are all in the row store: free the buffer before the build.
+        self.buffer_fps = Vec::new();
+        self.buffer_rows = Vec::new();
+        let fps = &self.row_fps;
+        let keys: Vec<KeySpec> = self.tables.iter().map(|t| t.key).collect();
+        // Drop the old tables first: at scale they are most of the memory.
+        self.tables.clear();
+        self.tables = if fps.len() < PARALLEL_BUILD_LIMIT {
+            keys.into_par_iter()
+                .map(|key| SortedTable::build(key, fps))
+                .collect()
+        } else {
+            keys.into_iter()
+                .map(|key| SortedTable::build(key, fps))
+                .collect()
+        };
+        self.tabled_rows = self.row_fps.len() as u32;
+        self.buffer_fps = Vec::new();
+        self.buffer_rows = Vec::new();
+        self.tombstones = 0;
+    }
+
+    /// Looks up every table with the given per-table key radius (`None`: skip the table),
+    /// scans the buffer, and fills `out` sorted by (distance, id).
+    ///
+    /// A fingerprint found in table `t` is reported there only if no earlier probed table
+    /// `j` also reaches it (its key is then within `radius[j]` of the query's key in `j`,
+    /// so `j` reported it): every id is reported once, with no hash set.
+    pub(crate) fn query(
+        &self,
+        q: u64,
+        max_distance: u32,
+        radii: Radii<'_>,
+        out: &mut Vec<Match>,
+    ) -> QueryStats {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx2")
+                && std::arch::is_x86_feature_detected!("popcnt")
+            {
+                // SAFETY: the CPU supports the features `query_avx2` is compiled for.
+                return unsafe { self.query_avx2(q, max_distance, radii, out) };
+            }
+        }
+        self.query_body(q, max_distance, radii, out)
+    }
+
+    /// The query compiled with hardware popcount and AVX2: the default x86-64 target has
+    /// neither, and the verification loops are most of a query's instructions.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,popcnt")]
+    unsafe fn query_avx2(
+        &self,
+        q: u64,
+        max_distance: u32,
+        radii: Radii<'_>,
+        out: &mut Vec<Match>,
+    ) -> QueryStats {
+        self.query_body(q, max_distance, radii, out)
+    }
+
+    /// Exact-key queries in groups: the directory reads and run prefetches of a whole
+    /// group go out before any run is verified, so up to `GROUP * tables` cache misses
+    /// overlap. Fills `out` with `(query position, match)`.
+    pub(crate) fn query_batch_exact(
+        &self,
+        queries: &[u64],
+        max_distance: u32,
+        out: &mut Vec<(usize, Match)>,
+    ) -> QueryStats {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx2")
+                && std::arch::is_x86_feature_detected!("popcnt")
+            {
+                // SAFETY: the CPU supports the features `batch_avx2` is compiled for.
+                return unsafe { self.batch_avx2(queries, max_distance, out) };
+            }
+        }
+        self.batch_body(queries, max_distance, out)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,popcnt")]
+    unsafe fn batch_avx2(
+        &self,
+        queries: &[u64],
+        max_distance: u32,
+        out: &mut Vec<(usize, Match)>,
+    ) -> QueryStats {
+        self.batch_body(queries, max_distance, out)
+    }
+
+    #[inline(always)]
+    fn batch_body(
+        &self,
+        queries: &[u64],
+        max_distance: u32,
+        out: &mut Vec<(usize, Match)>,
+    ) -> QueryStats {
+        const GROUP: usize = 8;
+        out.clear();
+        let tables = self.tables.len();
+        let mut total = QueryStats::default();
+        let mut runs = vec![(0usize, 0usize, 0u64); GROUP * tables];
+        let mut one = Vec::new();
+        for (group_no, group) in queries.chunks(GROUP).enumerate() {
+            // Three passes over the group, as in `query_body`, so that the misses of
+            // `GROUP * tables` lookups overlap.
+            for (qi, &q) in group.iter().enumerate() {
+                for (t, table) in self.tables.iter().enumerate() {
+                    let slot = table.slot(table.key.extract(q));
+                    prefetch(&table.dir, slot);
+                    runs[qi * tables + t].0 = slot;
+                }
+            }
+            for (qi, &q) in group.iter().enumerate() {
+                for (t, table) in self.tables.iter().enumerate() {
+                    let run = &mut runs[qi * tables + t];
+                    let (start, end, check) = table.locate(run.0, table.key.extract(q));
+                    prefetch(&table.fps, start);
+                    *run = (start, end, check);
+                }
+            }
+            for (qi, &q) in group.iter().enumerate() {
+                one.clear();
+                let mut stats = QueryStats::default();
+                for (t, table) in self.tables.iter().enumerate() {
+                    let (start, end, check) = runs[qi * tables + t];
+                    self.verify_run(
+                        q,
+                        max_distance,
+                        Radii::Exact,
+                        t,
+                        table,
+                        (start, end),
+                        (q, check),
+                        &mut one,
+                        &mut stats,
+                    );
+                }
+                self.scan_buffer(q, max_distance, &mut one, &mut stats);
+                let stats = self.finish(&mut one, stats);
+                total.add(stats);
+                let at = group_no * GROUP + qi;
+                out.extend(one.iter().map(|&m| (at, m)));
+            }
+        }
+        total
+    }
+
+    #[inline(always)]
+    fn query_body(
+        &self,
+        q: u64,
+        max_distance: u32,
+        radii: Radii<'_>,
+        out: &mut Vec<Match>,
+    ) -> QueryStats {
+        out.clear();
+        let mut stats = QueryStats::default();
+        match radii {
+            Radii::Exact if self.tables.len() <= EXACT_BATCH => {
+                // Exact-key lookups are independent, so they go in three passes over the
+                // tables (directory prefetch, directory read and run prefetch, verify):
+                // the cache and TLB misses of all tables overlap instead of queueing.
+                let mut slots = [0usize; EXACT_BATCH];
+                for (slot, table) in slots.iter_mut().zip(&self.tables) {
+                    *slot = table.slot(table.key.extract(q));
+                    prefetch(&table.dir, *slot);
+                }
+                let mut runs = [(0usize, 0usize, 0u64); EXACT_BATCH];
+                for ((run, table), &slot) in runs.iter_mut().zip(&self.tables).zip(&slots) {
+                    *run = table.locate(slot, table.key.extract(q));
+                    prefetch(&table.fps, run.0);
+                }
+                for (t, (table, &(start, end, check))) in self.tables.iter().zip(&runs).enumerate()
+                {
+                    self.verify_run(
+                        q,
+                        max_distance,
+                        radii,
+                        t,
+                        table,
+                        (start, end),
+                        (q, check),
+                        out,
+                        &mut stats,
+                    );
+                }
+            }
+            _ => {
+                let mut runs: Vec<(usize, usize, u64, u64)> = Vec::new();
+                for (t, table) in self.tables.iter().enumerate() {
+                    let Some(radius) = radii.radius(t) else {
+                        continue;
+                    };
+                    let center = table.key.extract(q);
+                    if radius == 0 {
+                        let (start, end, check) = table.locate(table.slot(center), center);
+                        self.verify_run(
+                            q,
+                            max_distance,
+                            radii,
+                            t,
+                            table,
+                            (start, end),
+                            (q, check),
+                            out,
+                            &mut stats,
+                        );
+                    } else {
+                        // Only multi-index tables are probed with a radius; their keys are
+                        // single ranges, so a key maps back to a fingerprint by a shift.
+                        // The directory (small, cached) is read for the whole ball first;
+                        // then each run is prefetched AHEAD probes before it is verified,
+                        // so the cache misses of successive probes overlap.
+                        const AHEAD: usize = 16;
+                        runs.clear();
+                        for_each_in_ball(center, table.key.bits, radius, &mut |key| {
+                            let (start, end, check) = table.locate(table.slot(key), key);
+                            runs.push((start, end, table.probe_for(key), check));
+                        });
+                        for &(start, ..) in runs.iter().take(AHEAD) {
+                            prefetch(&table.fps, start);
+                        }
+                        for (i, &(start, end, probe, check)) in runs.iter().enumerate() {
+                            if let Some(&(ahead, ..)) = runs.get(i + AHEAD) {
+                                prefetch(&table.fps, ahead);
+                            }
+                            self.verify_run(
+                                q,
+                                max_distance,
+                                radii,
+                                t,
+                                table,
+                                (start, end),
+                                (probe, check),
+                                out,
+                                &mut stats,
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        self.scan_buffer(q, max_distance, out, &mut stats);
+        self.finish(out, stats)
+    }
+
+    /// Verifies `start..end` of table `t` (one probe) and reports its new hits; entries
+    /// with `(fp ^ probe) & check != 0` have another key and are skipped.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn verify_run(
+        &self,
+        q: u64,
+        max_distance: u32,
+        radii: Radii<'_>,
+        t: usize,
+        table: &SortedTable,
+        (start, mut end): (usize, usize),
+        (probe, check): (u64, u64),
+        out: &mut Vec<Match>,
+        stats: &mut QueryStats,
+    ) {
+        stats.probes += 1;
+        if let Some(cap) = self.candidate_cap {
+            if end - start > cap {
+                end = start + cap;
+                stats.capped_probes += 1;
+            }
+        }
+        stats.candidates += (end - start) as u64;
+        let mut hit = |at: usize, distance: u32| {
+            let fp = table.fps[start + at];
+            if (fp ^ probe) & check != 0 {
+                return; // shares the directory slot, not the key
+            }
+            let diff = fp ^ q;
+            let seen = match radii {
+                Radii::Exact => self.tables[..t]
+                    .iter()
+                    .any(|other| diff & other.key.mask == 0),
+                Radii::PerTable(radii) => self.tables[..t]
+                    .iter()
+                    .zip(radii)
+                    .any(|(other, r)| r.is_some_and(|r| (diff & other.key.mask).count_ones() <= r)),
+            };
+            if seen {
+                return;
+            }
+            let row = table.rows[start + at];
+            if is_live(&self.live, row) {
+                out.push(Match {
+                    distance,
+                    id: self.row_ids[row as usize],
+                });
+            }
+        };
+        let run = &table.fps[start..end];
+        if run.len() <= SHORT_RUN {
+            for (at, &fp) in run.iter().enumerate() {
+                let distance = (fp ^ q).count_ones();
+                if distance <= max_distance {
+                    hit(at, distance);
+                }
+            }
+        } else {
+            scan(run, q, max_distance, hit);
+        }
+    }
+
+    /// Answers by scanning every row (used when probing would cost more than a scan).
+    pub(crate) fn query_by_scan(
+        &self,
+        q: u64,
+        max_distance: u32,
+        out: &mut Vec<Match>,
+    ) -> QueryStats {
+        out.clear();
+        scan(&self.row_fps, q, max_distance, |row, distance| {
+            if is_live(&self.live, row as u32) {
+                out.push(Match {
+                    distance,
+                    id: self.row_ids[row],
+                });
+            }
+        });
+        let stats = QueryStats {
+            probes: 0,
+            candidates: self.row_fps.len() as u64,
+            capped_probes: 0,
+        };
+        self.finish(out, stats)
+    }
+
+    #[inline(always)]
+    fn scan_buffer(&self, q: u64, max_distance: u32, out: &mut Vec<Match>, stats: &mut QueryStats) {
+        if self.buffer_fps.is_empty() {
+            return;
+        }
+        stats.candidates += self.buffer_fps.len() as u64;
+        scan(&self.buffer_fps, q, max_distance, |at, distance| {
+            out.push(Match {
+                distance,
+                id: self.row_ids[self.buffer_rows[at] as usize],
+            });
+        });
+    }
+
+    #[inline(always)]
+    fn finish(&self, out: &mut [Match], stats: QueryStats) -> QueryStats {
+        if stats.capped_probes > 0 {
+            self.capped_total
+                .fetch_add(stats.capped_probes, Ordering::Relaxed);
+        }
+        if out.len() > 1 {
+            sort_matches(out);
+        }
+        stats
+    }
+
+    /// Live rows stored in the tables plus the buffer.
+    pub(crate) fn tabled_len(&self) -> usize {
+        self.row_fps.len() - self.dead_rows
+    }
+
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.tables
+            .iter()
+            .map(SortedTable::memory_bytes)
+            .sum::<usize>()
+            + self.row_fps.capacity() * 8
+            + self.row_ids.capacity() * 8
+            + self.live.capacity() * 8
+            + hash_map_bytes(&self.by_id)
+            + self.buffer_fps.capacity() * 8
+            + self.buffer_rows.capacity() * 4
+    }
+
+    pub(crate) fn stats(&self, layout: String) -> IndexStats {
+        IndexStats {
+            len: self.len(),
+            tables: self.tables.len(),
+            largest_bucket: self
+                .tables
+                .iter()
+                .map(SortedTable::largest_run)
+                .max()
+                .unwrap_or(0),
+            buffered: self.buffer_fps.len(),
+            tombstones: self.tombstones,
+            capped_probes: self.capped_total.load(Ordering::Relaxed),
+            memory_bytes: self.memory_bytes(),
+            layout,
+        }
+    }
+}
+
+/// Implements the [`HammingIndex`](super::HammingIndex) methods that only forward to the
+/// `tables: TableSet` field; the wrapper writes `query_into`, `max_supported_distance`
+/// and `stats` itself (and `query_batch` where its probes are exact keys).
+macro_rules! forward_to_tables {
+    () => {
+        fn insert(&mut self, id: u64, fingerprint: u64) -> Result<(), IndexError> {
+            self.tables.insert(id, fingerprint)
+        }
+
+        fn replace(&mut self, id: u64, fingerprint: u64) -> Result<Option<u64>, IndexError> {
+            self.tables.replace(id, fingerprint)
+        }
+
+        fn remove(&mut self, id: u64) -> Option<u64> {
+            self.tables.remove(id)
+        }
+
+        fn get(&self, id: u64) -> Option<u64> {
+            self.tables.get(id)
+        }
+
+        fn len(&self) -> usize {
+            self.tables.len()
+        }
+
+        fn memory_bytes(&self) -> usize {
+            self.tables.memory_bytes()
+        }
+
+        fn compact(&mut self) {
+            self.tables.compact()
+        }
+    };
+}
+pub(crate) use forward_to_tables;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_gathers_ranges_most_significant_first() {
+        let key = KeySpec::new(&[(60, 4), (0, 4)]).expect("valid ranges");
+        assert_eq!(key.extract(0xA000_0000_0000_0005), 0xA5);
+        assert_eq!(key.bits(), 8);
+        assert_eq!(key.mask(), 0xF000_0000_0000_000F);
+        let whole = KeySpec::new(&[(0, 64)]).expect("valid range");
+        assert_eq!(whole.extract(u64::MAX - 1), u64::MAX - 1);
+    }
+
+    #[test]
+    fn overlapping_ranges_are_rejected() {
+        assert!(KeySpec::new(&[(0, 8), (4, 8)]).is_err());
+        assert!(KeySpec::new(&[(60, 8)]).is_err());
+    }
+
+    #[test]
+    fn ball_enumeration_matches_its_size() {
+        for (bits, radius) in [(8, 0), (8, 2), (12, 3), (5, 5)] {
+            let mut seen = Vec::new();
+            for_each_in_ball(0b1010, bits, radius, &mut |v| seen.push(v));
+            assert_eq!(seen.len() as f64, ball_size(bits, radius));
+            seen.sort_unstable();
+            seen.dedup();
+            assert_eq!(seen.len() as f64, ball_size(bits, radius));
+            assert!(seen
+                .iter()
+                .all(|v| (v ^ 0b1010).count_ones() <= radius && *v >> bits == 0));
+        }
+    }
+
+    #[test]
+    fn bulk_copy_merge_keeps_every_run_whole() {
+        for key in [
+            KeySpec::new(&[(10, 12)]).expect("valid range"),
+            KeySpec::new(&[(40, 9), (3, 7)]).expect("valid ranges"),
+        ] {
+            let fps: Vec<u64> = (0..5000u64)
+                .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (i % 7))
+                .collect();
+            let live = vec![u64::MAX; fps.len().div_ceil(64)];
+            let base = SortedTable::build(key, &fps[..4500]);
+            let added: Vec<(u64, u32)> = fps[4500..].iter().copied().zip(4500..).collect();
+            let merged = base.merge(&added, &live, false);
+            assert_eq!(merged.dir_bits, base.dir_bits, "the bulk path ran");
+            let fresh = SortedTable::build(key, &fps);
+            assert_eq!(merged.dir, fresh.dir);
+            for (row, &fp) in fps.iter().enumerate() {
+                let (s, e) = merged.run(key.extract(fp), fp);
+                let mut got: Vec<(u64, u32)> = merged.fps[s..e]
+                    .iter()
+                    .copied()
+                    .zip(merged.rows[s..e].iter().copied())
+                    .collect();
+                let (fs, fe) = fresh.run(key.extract(fp), fp);
+                let mut want: Vec<(u64, u32)> = fresh.fps[fs..fe]
+                    .iter()
+                    .copied()
+                    .zip(fresh.rows[fs..fe].iter().copied())
+                    .collect();
+                got.sort_unstable();
+                want.sort_unstable();
+                assert_eq!(got, want);
+                assert!(got.contains(&(fp, row as u32)));
+            }
+        }
+    }
+
+    #[test]
+    fn build_and_merge_agree_on_runs() {
+        let key = KeySpec::new(&[(10, 12)]).expect("valid range");
+        let fps: Vec<u64> = (0..5000u64)
+            .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+            .collect();
+        let built = SortedTable::build(key, &fps);
+        let live = vec![u64::MAX; fps.len().div_ceil(64)];
+        let added: Vec<(u64, u32)> = fps.iter().copied().zip(0..).collect();
+        let merged = SortedTable::empty(key).merge(&added, &live, false);
+        assert_eq!(built.fps, merged.fps);
+        for fp in fps.iter().take(100) {
+            let (s, e) = built.run(key.extract(*fp), *fp);
+            assert!(built.fps[s..e].contains(fp));
+            assert!(built.fps[s..e]
+                .iter()
+                .all(|f| key.extract(*f) == key.extract(*fp)));
+        }
+    }
+}

@@ -1,0 +1,312 @@
+//! Differential tests shared by every index: each layout against the linear oracle.
+
+use proptest::prelude::*;
+
+use super::*;
+
+/// splitmix64: a fixed-seed generator, so failures reproduce.
+pub(crate) fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Flips `flips` distinct random bits of `fp`.
+fn flip_bits(fp: u64, flips: u32, state: &mut u64) -> u64 {
+    let mut mask = 0u64;
+    while mask.count_ones() < flips {
+        mask |= 1 << (splitmix(state) % 64);
+    }
+    fp ^ mask
+}
+
+/// Random fingerprints, or clustered ones (a few centers with small random bit flips,
+/// which make huge buckets and many near pairs).
+fn fingerprints(n: usize, clustered: bool, seed: u64) -> Vec<u64> {
+    let mut state = seed;
+    if !clustered {
+        return (0..n).map(|_| splitmix(&mut state)).collect();
+    }
+    let centers: Vec<u64> = (0..4).map(|_| splitmix(&mut state)).collect();
+    (0..n)
+        .map(|i| {
+            let flips = (splitmix(&mut state) % 8) as u32;
+            flip_bits(centers[i % centers.len()], flips, &mut state)
+        })
+        .collect()
+}
+
+/// Every index under test, each able to answer radii up to `max_distance`.
+fn indexes(max_distance: u32, buffer: usize) -> Vec<Box<dyn HammingIndex>> {
+    let mut out: Vec<Box<dyn HammingIndex>> = Vec::new();
+    if max_distance < 64 {
+        let mut bands = BandIndex::builder();
+        bands.bands(max_distance + 1).buffer_capacity(buffer);
+        out.push(Box::new(bands.build().expect("bands")));
+    }
+    if max_distance <= 10 {
+        let mut permuted = PermutedIndex::builder();
+        permuted
+            .max_distance(max_distance)
+            .expected_len(1000)
+            .buffer_capacity(buffer);
+        out.push(Box::new(permuted.build().expect("permuted")));
+    }
+    if (1..=4).contains(&max_distance) {
+        let mut two_level = PermutedIndex::builder();
+        two_level
+            .max_distance(max_distance)
+            .blocks(max_distance + 1)
+            .second_level_blocks(max_distance + 1)
+            .buffer_capacity(buffer);
+        out.push(Box::new(two_level.build().expect("two-level")));
+    }
+    for substrings in [2, 4, 5] {
+        let mut mih = MihIndex::builder();
+        mih.substrings(substrings).buffer_capacity(buffer);
+        out.push(Box::new(mih.build().expect("mih")));
+    }
+    out.push(Box::new(
+        AutoIndex::for_size(1000, max_distance).expect("auto"),
+    ));
+    out
+}
+
+/// Applies the same operations to the oracle and to every index, then compares queries.
+fn check_against_oracle(
+    fps: &[u64],
+    removes: &[usize],
+    replaces: &[(usize, u64)],
+    max_distance: u32,
+    buffer: usize,
+    seed: u64,
+) -> Result<(), TestCaseError> {
+    let mut oracle = LinearIndex::new();
+    let mut under_test = indexes(max_distance, buffer);
+    for (id, &fp) in fps.iter().enumerate() {
+        oracle.insert(id as u64, fp).expect("fresh id");
+        for index in &mut under_test {
+            index.insert(id as u64, fp).expect("fresh id");
+        }
+    }
+    for &r in removes {
+        let id = (r % fps.len().max(1)) as u64;
+        let expected = oracle.remove(id);
+        for index in &mut under_test {
+            prop_assert_eq!(index.remove(id), expected);
+        }
+    }
+    for &(r, fp) in replaces {
+        let id = (r % (fps.len() + 5)) as u64;
+        let expected = oracle.replace(id, fp).expect("linear never fills");
+        for index in &mut under_test {
+            prop_assert_eq!(index.replace(id, fp).expect("replace"), expected);
+        }
+    }
+    let mut state = seed;
+    let mut queries: Vec<u64> = (0..8).map(|_| splitmix(&mut state)).collect();
+    for &fp in fps.iter().take(24) {
+        let flips = (splitmix(&mut state) % u64::from(max_distance + 1)) as u32;
+        queries.push(flip_bits(fp, flips, &mut state));
+    }
+    for pass in 0..2 {
+        for &q in &queries {
+            for k in 0..=max_distance {
+                let expected = oracle.query(q, k).expect("oracle answers all");
+                for index in &under_test {
+                    let got = index.query(q, k).expect("radius within layout");
+                    prop_assert_eq!(
+                        &got,
+                        &expected,
+                        "{} k={} pass={}",
+                        index.stats().layout,
+                        k,
+                        pass
+                    );
+                }
+            }
+        }
+        // Second pass after merging buffers and dropping tombstones.
+        for index in &mut under_test {
+            index.compact();
+            prop_assert_eq!(index.len(), oracle.len());
+            prop_assert_eq!(index.stats().tombstones, 0);
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    #[test]
+    fn prop_every_layout_matches_the_oracle(
+        n in 0usize..300,
+        clustered in any::<bool>(),
+        max_distance in 0u32..=8,
+        seed in any::<u64>(),
+        removes in proptest::collection::vec(any::<usize>(), 0..40),
+        replaces in proptest::collection::vec((any::<usize>(), any::<u64>()), 0..10),
+        buffer in 1usize..64,
+    ) {
+        let fps = fingerprints(n, clustered, seed);
+        check_against_oracle(&fps, &removes, &replaces, max_distance, buffer, seed)?;
+    }
+
+    #[test]
+    fn prop_mih_matches_the_oracle_up_to_16(
+        n in 0usize..400,
+        clustered in any::<bool>(),
+        seed in any::<u64>(),
+        substrings in 2u32..=6,
+        removes in proptest::collection::vec(any::<usize>(), 0..20),
+    ) {
+        let fps = fingerprints(n, clustered, seed);
+        let mut oracle = LinearIndex::new();
+        let mut mih = MihIndex::new(substrings).expect("valid");
+        for (id, &fp) in fps.iter().enumerate() {
+            oracle.insert(id as u64, fp).expect("fresh");
+            mih.insert(id as u64, fp).expect("fresh");
+        }
+        for &r in &removes {
+            let id = (r % n.max(1)) as u64;
+            prop_assert_eq!(mih.remove(id), oracle.remove(id));
+        }
+        let mut state = seed ^ 1;
+        for &fp in fps.iter().take(8) {
+            for k in [10u32, 12, 16] {
+                let q = flip_bits(fp, (splitmix(&mut state) % u64::from(k + 1)) as u32, &mut state);
+                prop_assert_eq!(mih.query(q, k).expect("exact"), oracle.query(q, k).expect("exact"));
+            }
+        }
+    }
+
+    #[test]
+    fn prop_flipping_at_most_k_bits_is_always_found(
+        fp in any::<u64>(),
+        max_distance in 0u32..=7,
+        seed in any::<u64>(),
+    ) {
+        let mut state = seed;
+        for mut index in indexes(max_distance, 16) {
+            // Some noise, then the stored fingerprint, then more noise past the buffer.
+            for id in 0..40u64 {
+                index.insert(id, splitmix(&mut state)).expect("fresh");
+            }
+            index.insert(1000, fp).expect("fresh");
+            for id in 40..80u64 {
+                index.insert(id, splitmix(&mut state)).expect("fresh");
+            }
+            for _ in 0..8 {
+                let flips = (splitmix(&mut state) % u64::from(max_distance + 1)) as u32;
+                let q = flip_bits(fp, flips, &mut state);
+                let hits = index.query(q, max_distance).expect("within layout");
+                let wanted = Match { distance: flips, id: 1000 };
+                prop_assert!(hits.contains(&wanted), "{}", index.stats().layout);
+            }
+        }
+    }
+}
+
+#[test]
+fn seed_001_two_stored_fingerprints_each_found_at_distance_zero() {
+    // Seed 001: incidents 47 and 83 through the index; each query finds its own id at 0.
+    let (fp47, fp83) = (0x5D1C_7E2A_9B30_44F1u64, 0x0A7F_E3C2_1B98_6D05u64);
+    for mut index in indexes(7, 64) {
+        index.insert(47, fp47).expect("fresh");
+        index.insert(83, fp83).expect("fresh");
+        assert_eq!(
+            index.query(fp47, 7).expect("k=7"),
+            vec![Match {
+                distance: 0,
+                id: 47
+            }]
+        );
+        assert_eq!(
+            index.query(fp83, 7).expect("k=7"),
+            vec![Match {
+                distance: 0,
+                id: 83
+            }]
+        );
+        assert_eq!(
+            index.insert(47, fp83),
+            Err(IndexError::DuplicateId { id: 47 })
+        );
+    }
+}
+
+#[test]
+fn removed_ids_are_never_returned_and_leave_the_tables() {
+    for mut index in indexes(3, 8) {
+        for id in 0..100u64 {
+            index.insert(id, 0xABCD_0000 | id).expect("fresh");
+        }
+        for id in (0..100u64).step_by(2) {
+            assert!(index.remove(id).is_some());
+        }
+        let hits = index.query(0xABCD_0000, 3).expect("k=3");
+        assert!(
+            hits.iter().all(|m| m.id % 2 == 1),
+            "{}",
+            index.stats().layout
+        );
+        index.compact();
+        let stats = index.stats();
+        assert_eq!(stats.tombstones, 0);
+        assert_eq!(stats.len, 50);
+        assert_eq!(index.get(0), None);
+        assert_eq!(index.get(1), Some(0xABCD_0001));
+    }
+}
+
+#[test]
+fn candidate_cap_is_counted_not_silent() {
+    let mut builder = PermutedIndex::builder();
+    builder
+        .max_distance(3)
+        .expected_len(1000)
+        .max_candidates_per_probe(4);
+    let mut index = builder.build().expect("valid");
+    // One huge cluster: every fingerprint shares every prefix with the query.
+    index
+        .extend((0..50u64).map(|id| (id, 0x1234_5678_0000_0000 | (id & 1))))
+        .expect("fresh ids");
+    let mut out = Vec::new();
+    let stats = index
+        .query_into(0x1234_5678_0000_0000, 3, &mut out)
+        .expect("k=3");
+    assert!(!stats.is_complete());
+    assert!(stats.capped_probes > 0);
+    let index_stats = index.stats();
+    assert_eq!(index_stats.capped_probes, stats.capped_probes);
+    assert_eq!(index_stats.largest_bucket, 50);
+}
+
+#[test]
+fn join_matches_pairs_from_queries() {
+    let fps = fingerprints(500, true, 42);
+    for k in [0, 2, 4, 7] {
+        let pairs = self_join(&fps, k).expect("join");
+        let mut oracle = LinearIndex::new();
+        for (id, &fp) in fps.iter().enumerate() {
+            oracle.insert(id as u64, fp).expect("fresh");
+        }
+        let mut expected = Vec::new();
+        for (a, &fp) in fps.iter().enumerate() {
+            for m in oracle.query(fp, k).expect("oracle") {
+                if m.id as usize > a {
+                    expected.push(NearPair {
+                        a: a as u32,
+                        b: m.id as u32,
+                        distance: m.distance,
+                    });
+                }
+            }
+        }
+        expected.sort_unstable();
+        assert_eq!(pairs, expected, "k = {k}");
+    }
+}
