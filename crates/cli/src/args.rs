@@ -84,7 +84,7 @@ pub struct InputArgs {
     #[arg(long = "text-field", value_name = "NAME", requires = "jsonl")]
     pub text_fields: Vec<String>,
     /// JSONL field holding raw HTML, repeatable: its visible text is extracted with an HTML
-    /// parser (script, style, nav, header, footer and aside dropped; <main>/<article>
+    /// parser (script, style, nav, header, footer and aside dropped; `<main>`/`<article>`
     /// preferred) and used as content after the text fields. Markup is never fingerprinted.
     #[arg(long = "html-field", value_name = "NAME", requires = "jsonl")]
     pub html_fields: Vec<String>,

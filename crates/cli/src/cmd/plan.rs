@@ -64,7 +64,7 @@ fn parse_size(s: &str) -> Result<u64, String> {
         "tib" => 1024f64.powi(4),
         other => return Err(format!("unknown unit {other:?} in {s:?}")),
     };
-    if !(v > 0.0) {
+    if v.is_nan() || v <= 0.0 {
         return Err(format!("{s:?} must be positive"));
     }
     Ok((v * mult).round() as u64)
