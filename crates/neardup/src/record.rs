@@ -5,7 +5,9 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use crate::{Error, Result};
 
 /// Milliseconds since the Unix epoch, UTC: when a record was first seen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub struct Timestamp(pub i64);
 
 impl Timestamp {

@@ -345,8 +345,13 @@ impl<S: Store> Deduper<S> {
     /// # Errors
     /// Store failures.
     pub fn learn_boilerplate(&mut self, learned: Vec<(String, u64, Vec<u64>)>) -> Result<()> {
-        self.check()?;
-        let mut batch = Batch::default();
+        self.exclusive(|d, batch| {
+            d.learn_boilerplate_into(learned, batch);
+            Ok(())
+        })
+    }
+
+    fn learn_boilerplate_into(&mut self, learned: Vec<(String, u64, Vec<u64>)>, batch: &mut Batch) {
         for (host, pages, shingles) in learned {
             let mut merged = HostBoilerplate { pages, shingles };
             if let Some(old) = self.hosts.get(&host) {
@@ -365,7 +370,85 @@ impl<S: Store> Deduper<S> {
                 },
             );
         }
-        self.commit(batch)
+    }
+
+    /// Runs one decide-and-commit cycle with exclusive access to the store: the store's lock
+    /// is taken, changes other processes committed are applied first, `f` decides into a
+    /// batch, and the batch is committed before the lock is released. Stores written by one
+    /// process make the lock and the sync no-ops.
+    fn exclusive<T>(&mut self, f: impl FnOnce(&mut Self, &mut Batch) -> Result<T>) -> Result<T> {
+        self.check()?;
+        self.store.lock()?;
+        let result = self.sync_remote().and_then(|()| {
+            let mut batch = Batch::default();
+            let out = f(self, &mut batch)?;
+            self.commit(batch)?;
+            Ok(out)
+        });
+        if result.is_err() {
+            // Memory may hold decisions the store does not: refuse further work.
+            self.poisoned = true;
+        }
+        let unlocked = self.store.unlock();
+        let out = result?;
+        unlocked?;
+        Ok(out)
+    }
+
+    /// Applies batches committed by other processes since this one last synchronised.
+    fn sync_remote(&mut self) -> Result<()> {
+        let mut remote = Vec::new();
+        self.store.sync(&mut |b| remote.push(b))?;
+        for batch in remote {
+            self.apply_remote(batch)?;
+        }
+        Ok(())
+    }
+
+    /// Brings memory up to date with a batch another process committed. Idempotent.
+    fn apply_remote(&mut self, batch: Batch) -> Result<()> {
+        for n in &batch.records {
+            let r = &n.record;
+            if self.meta.contains_key(&r.handle) {
+                continue;
+            }
+            self.next_handle = self.next_handle.max(r.handle + 1);
+            self.remember(r);
+            match r.features {
+                Features::Words => self.index.insert(r.handle, r.fingerprint as u64)?,
+                Features::Chars => self.short_index.insert(r.handle, r.fingerprint as u64)?,
+                Features::ExactOnly => {}
+            }
+        }
+        for &h in &batch.erase {
+            self.forget(h, &mut Batch::default());
+        }
+        for &(h, survivor) in &batch.survivor_updates {
+            self.set_survivor(h, survivor);
+        }
+        for (host, b) in batch.boilerplate {
+            let set = Arc::new(Boilerplate::from_hashes(b.shingles.iter().copied()));
+            self.hosts.insert(host, HostState { stored: b, set });
+        }
+        Ok(())
+    }
+
+    /// Moves record `h` into the cluster of `survivor`.
+    fn set_survivor(&mut self, h: u64, survivor: u64) {
+        let Some(m) = self.meta.get_mut(&h) else {
+            return;
+        };
+        let old = std::mem::replace(&mut m.survivor, survivor);
+        if let Some(v) = self.members.get_mut(&old) {
+            v.retain(|&x| x != h);
+            if v.is_empty() {
+                self.members.remove(&old);
+            }
+        }
+        let v = self.members.entry(survivor).or_default();
+        if !v.contains(&h) {
+            v.push(h);
+        }
     }
 
     fn check(&self) -> Result<()> {
@@ -509,7 +592,6 @@ impl<S: Store> Deduper<S> {
     /// ([`Error::Poisoned`]): reopen the store to continue from its last committed state.
     pub fn process(&mut self, records: &[Record], now: Timestamp) -> Result<Vec<Outcome>> {
         self.check()?;
-        self.grow_index_for(records.len())?;
         let (hasher, hosts) = (&self.hasher, &self.hosts);
         let short = self.short_hasher.as_ref().map(|h| (h, self.rule.min_words));
         let prepared: Vec<Result<Prepared, String>> = records
@@ -518,7 +600,19 @@ impl<S: Store> Deduper<S> {
                 prepare(hasher, short, hosts, r, scratch)
             })
             .collect();
-        let mut batch = Batch::default();
+        self.exclusive(|d, batch| {
+            d.grow_index_for(records.len())?;
+            d.decide_all(records, prepared, now, batch)
+        })
+    }
+
+    fn decide_all(
+        &mut self,
+        records: &[Record],
+        prepared: Vec<Result<Prepared, String>>,
+        now: Timestamp,
+        batch: &mut Batch,
+    ) -> Result<Vec<Outcome>> {
         let mut outcomes = Vec::with_capacity(records.len());
         for (record, prepared) in records.iter().zip(prepared) {
             let outcome = match prepared {
@@ -531,11 +625,10 @@ impl<S: Store> Deduper<S> {
                     boilerplate_removed: 0,
                     language: None,
                 },
-                Ok(p) => self.decide(record, p, now, &mut batch)?,
+                Ok(p) => self.decide(record, p, now, batch)?,
             };
             outcomes.push(outcome);
         }
-        self.commit(batch)?;
         Ok(outcomes)
     }
 
@@ -904,18 +997,17 @@ impl<S: Store> Deduper<S> {
     /// # Errors
     /// Store failures.
     pub fn erase(&mut self, ids: &[&str]) -> Result<Vec<String>> {
-        self.check()?;
-        let mut batch = Batch::default();
-        let mut erased = Vec::new();
-        for id in ids {
-            let Some(&h) = self.by_id.get(*id) else {
-                continue;
-            };
-            self.forget(h, &mut batch);
-            erased.push((*id).to_owned());
-        }
-        self.commit(batch)?;
-        Ok(erased)
+        self.exclusive(|d, batch| {
+            let mut erased = Vec::new();
+            for id in ids {
+                let Some(&h) = d.by_id.get(*id) else {
+                    continue;
+                };
+                d.forget(h, batch);
+                erased.push((*id).to_owned());
+            }
+            Ok(erased)
+        })
     }
 
     /// Erases every record of retention class `class` first seen before `before`.

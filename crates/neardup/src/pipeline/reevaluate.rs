@@ -113,8 +113,15 @@ impl<S: Store> Deduper<S> {
     /// # Errors
     /// Store failures.
     pub fn apply_changes(&mut self, changes: &[Change], now: Timestamp) -> Result<usize> {
-        self.check()?;
-        let mut batch = Batch::default();
+        self.exclusive(|d, batch| d.apply_changes_into(changes, now, batch))
+    }
+
+    fn apply_changes_into(
+        &mut self,
+        changes: &[Change],
+        now: Timestamp,
+        batch: &mut Batch,
+    ) -> Result<usize> {
         let mut applied = 0;
         for change in changes {
             match change {
@@ -189,7 +196,6 @@ impl<S: Store> Deduper<S> {
                 Change::Merge { .. } => {}
             }
         }
-        self.commit(batch)?;
         Ok(applied)
     }
 }

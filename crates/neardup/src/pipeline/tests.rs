@@ -508,3 +508,52 @@ fn short_text_char_ngrams_merge_light_edits_of_short_records() {
     assert!(matches!(err, Error::ConfigMismatch { .. }), "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn two_processes_on_one_sqlite_store_see_each_others_records() {
+    let dir = std::env::temp_dir().join(format!("neardup-shared-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("shared.db");
+    let _ = std::fs::remove_file(&path);
+    let mut a = Deduper::builder()
+        .open(SqliteStore::open(&path).unwrap())
+        .unwrap();
+    let mut b = Deduper::builder()
+        .open(SqliteStore::open(&path).unwrap())
+        .unwrap();
+    let text = doc(30, 250);
+    a.process(&[Record::new("from-a", text.clone())], t(NOW))
+        .unwrap();
+    // B opened before A's insert; its next cycle applies A's change first.
+    let out = b
+        .process(&[Record::new("from-b", edit(&text, 2))], t(NOW))
+        .unwrap();
+    assert!(
+        matches!(&out[0].decision, Decision::Merged { survivor, .. } if survivor == "from-a"),
+        "{:?}",
+        out[0].decision
+    );
+    // And A sees B's record and cluster in turn (distinct handles, one cluster).
+    let out = a
+        .process(&[Record::new("from-a-2", edit(&text, 3))], t(NOW))
+        .unwrap();
+    assert!(matches!(&out[0].decision, Decision::Merged { survivor, .. } if survivor == "from-a"));
+    assert_eq!(
+        a.cluster_of("from-b").unwrap().members,
+        ["from-a", "from-a-2", "from-b"]
+    );
+    // An erasure by one process reaches the other.
+    b.erase(&["from-a"]).unwrap();
+    a.process(&[], t(NOW)).unwrap();
+    assert!(!a.contains("from-a"));
+    assert_eq!(a.cluster_of("from-b").unwrap().survivor, "from-a-2");
+    // A fresh open agrees with both.
+    let c = Deduper::builder()
+        .open(SqliteStore::open(&path).unwrap())
+        .unwrap();
+    assert_eq!(
+        c.cluster_of("from-b").unwrap().members,
+        ["from-a-2", "from-b"]
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

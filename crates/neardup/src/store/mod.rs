@@ -58,7 +58,8 @@ impl Arrival {
 }
 
 /// Which features a record's stored fingerprint and verification set were made from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Features {
     /// Word shingles under the store's profile: the record is in the main index.
     Words,
@@ -90,7 +91,7 @@ impl Features {
 }
 
 /// What is kept of one record.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct StoredRecord {
     /// Dense internal handle (the index's id).
     pub handle: u64,
@@ -145,7 +146,7 @@ pub struct MergeLogEntry {
 }
 
 /// A candidate within `max_distance` that failed verification, with its scores.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Rejection {
     /// The arriving record.
     pub record: String,
@@ -158,7 +159,7 @@ pub struct Rejection {
 }
 
 /// A host's learned boilerplate.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct HostBoilerplate {
     /// Pages the set was learned from.
     pub pages: u64,
@@ -167,7 +168,7 @@ pub struct HostBoilerplate {
 }
 
 /// A new record with its verification set.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct NewRecord {
     /// The record.
     pub record: StoredRecord,
@@ -176,7 +177,7 @@ pub struct NewRecord {
 }
 
 /// Everything one step of the pipeline changes, applied atomically.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Batch {
     /// Records to insert.
     pub records: Vec<NewRecord>,
@@ -229,6 +230,15 @@ impl<T: Store + ?Sized> Store for Box<T> {
     }
     fn commit(&mut self, batch: &Batch) -> Result<()> {
         (**self).commit(batch)
+    }
+    fn lock(&mut self) -> Result<()> {
+        (**self).lock()
+    }
+    fn unlock(&mut self) -> Result<()> {
+        (**self).unlock()
+    }
+    fn sync(&mut self, f: &mut dyn FnMut(Batch)) -> Result<()> {
+        (**self).sync(f)
     }
 }
 
@@ -287,6 +297,36 @@ pub trait Store: Send + Sync {
     /// Applies `batch` atomically; durable once this returns.
     ///
     /// # Errors
-    /// Backend failures; then nothing of the batch was applied.
+    /// Backend failures; then nothing of the batch was applied. A store shared by several
+    /// processes also refuses a batch when another process committed since this one last
+    /// called [`sync`](Self::sync) (the caller's view is stale).
     fn commit(&mut self, batch: &Batch) -> Result<()>;
+
+    /// Takes exclusive access for one decide-and-commit cycle across processes. Stores that
+    /// only one process writes need nothing (the default).
+    ///
+    /// # Errors
+    /// Backend failures, or the lock could not be had in time.
+    fn lock(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    /// Releases what [`lock`](Self::lock) took.
+    ///
+    /// # Errors
+    /// Backend failures.
+    fn unlock(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    /// Calls `f` with every batch other processes committed since this one last synchronised
+    /// (or loaded), oldest first. Stores that only one process writes have none (the
+    /// default).
+    ///
+    /// # Errors
+    /// Backend failures.
+    fn sync(&mut self, f: &mut dyn FnMut(Batch)) -> Result<()> {
+        let _ = f;
+        Ok(())
+    }
 }

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
-use rusqlite::{params, Connection, OptionalExtension, Transaction};
+use rusqlite::{params, Connection, OptionalExtension};
 
 use super::{
     Arrival, Batch, Features, HostBoilerplate, MergeLogEntry, Rejection, Store, StoredRecord,
@@ -56,6 +56,7 @@ CREATE TABLE IF NOT EXISTS rejections (
     distance INTEGER NOT NULL,
     jaccard REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, batch TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS boilerplate (
     host TEXT PRIMARY KEY,
     pages INTEGER NOT NULL,
@@ -69,6 +70,10 @@ pub struct SqliteStore {
     // share it; SQLite serialises writers anyway.
     conn: Mutex<Connection>,
     path: PathBuf,
+    /// The last change-log entry this process has applied (its own or others').
+    seen: Mutex<i64>,
+    /// Whether `lock` holds an open write transaction.
+    locked: bool,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -104,6 +109,8 @@ impl SqliteStore {
         let store = SqliteStore {
             conn: Mutex::new(conn),
             path: path.to_owned(),
+            seen: Mutex::new(0),
+            locked: false,
         };
         match store.get_meta("schema_version")? {
             None => store.put_meta("schema_version", &SCHEMA_VERSION.to_string())?,
@@ -149,7 +156,7 @@ impl SqliteStore {
             .map_err(|e| self.err(e))
     }
 
-    fn apply(tx: &Transaction<'_>, batch: &Batch) -> rusqlite::Result<()> {
+    fn apply(tx: &Connection, batch: &Batch) -> rusqlite::Result<()> {
         {
             let mut ins = tx.prepare_cached(
                 "INSERT INTO records (handle, id, fingerprint, content_hash, url, host, first_seen,
@@ -269,6 +276,13 @@ impl Store for SqliteStore {
 
     fn load(&self, f: &mut dyn FnMut(StoredRecord)) -> Result<()> {
         let conn = self.conn();
+        // What is loaded includes every change logged so far.
+        let last: i64 = conn
+            .query_row("SELECT COALESCE(MAX(seq), 0) FROM changes", [], |r| {
+                r.get(0)
+            })
+            .map_err(|e| self.err(e))?;
+        *self.seen.lock().unwrap_or_else(|e| e.into_inner()) = last;
         let mut stmt = conn
             .prepare(
                 "SELECT handle, id, fingerprint, content_hash, url, host, first_seen,
@@ -403,7 +417,7 @@ impl Store for SqliteStore {
     }
 
     fn commit(&mut self, batch: &Batch) -> Result<()> {
-        if batch.is_empty() {
+        if batch.is_empty() && !self.locked {
             return Ok(());
         }
         let path = self.path.clone();
@@ -411,9 +425,97 @@ impl Store for SqliteStore {
             path: path.clone(),
             reason: e.to_string(),
         };
-        let mut conn = self.conn();
-        let tx = conn.transaction().map_err(err)?;
-        Self::apply(&tx, batch).map_err(err)?;
-        tx.commit().map_err(err)
+        // What other processes need to bring their memory up to date: no shingles, no log.
+        let change = Batch {
+            records: batch
+                .records
+                .iter()
+                .map(|n| super::NewRecord {
+                    record: n.record.clone(),
+                    shingles: Vec::new(),
+                })
+                .collect(),
+            survivor_updates: batch.survivor_updates.clone(),
+            boilerplate: batch.boilerplate.clone(),
+            erase: batch.erase.clone(),
+            merges: Vec::new(),
+            rejections: Vec::new(),
+        };
+        let json = serde_json::to_string(&change).expect("batches serialise");
+        let locked = std::mem::replace(&mut self.locked, false);
+        let conn = self.conn();
+        let write = |conn: &Connection| -> rusqlite::Result<i64> {
+            Self::apply(conn, batch)?;
+            if change.is_empty() {
+                return Ok(0);
+            }
+            conn.execute("INSERT INTO changes (batch) VALUES (?1)", [&json])?;
+            Ok(conn.last_insert_rowid())
+        };
+        let seq = if locked {
+            // `lock` opened the transaction; end it here so the batch is durable on return.
+            match write(&conn).and_then(|seq| conn.execute_batch("COMMIT").map(|()| seq)) {
+                Ok(seq) => seq,
+                Err(e) => {
+                    let _ = conn.execute_batch("ROLLBACK");
+                    return Err(err(e));
+                }
+            }
+        } else {
+            let tx = conn.unchecked_transaction().map_err(err)?;
+            let seq = write(&tx).map_err(err)?;
+            tx.commit().map_err(err)?;
+            seq
+        };
+        if seq > 0 {
+            let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+            *seen = (*seen).max(seq);
+        }
+        Ok(())
+    }
+
+    fn lock(&mut self) -> Result<()> {
+        if self.locked {
+            return Ok(());
+        }
+        // IMMEDIATE takes SQLite's write lock now (waiting up to the busy timeout), so no
+        // other process commits between our sync and our commit.
+        self.conn()
+            .execute_batch("BEGIN IMMEDIATE")
+            .map_err(|e| self.err(e))?;
+        self.locked = true;
+        Ok(())
+    }
+
+    fn unlock(&mut self) -> Result<()> {
+        if std::mem::replace(&mut self.locked, false) {
+            self.conn()
+                .execute_batch("ROLLBACK")
+                .map_err(|e| self.err(e))?;
+        }
+        Ok(())
+    }
+
+    fn sync(&mut self, f: &mut dyn FnMut(Batch)) -> Result<()> {
+        let conn = self.conn();
+        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        let mut stmt = conn
+            .prepare_cached("SELECT seq, batch FROM changes WHERE seq > ?1 ORDER BY seq")
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([*seen], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+            })
+            .map_err(|e| self.err(e))?;
+        for row in rows {
+            let (seq, json) = row.map_err(|e| self.err(e))?;
+            let batch: Batch = serde_json::from_str(&json).map_err(|e| Error::Store {
+                path: self.path.clone(),
+                reason: format!("change {seq} is unreadable: {e}"),
+            })?;
+            f(batch);
+            *seen = seq;
+        }
+        Ok(())
     }
 }
