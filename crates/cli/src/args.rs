@@ -199,6 +199,11 @@ pub struct RuleArgs {
     /// least this.
     #[arg(long, value_name = "J", default_value_t = neardup::pipeline::DEFAULT_MIN_JACCARD)]
     pub min_jaccard: f64,
+    /// A record joins a cluster only if its Jaccard with every member is at least this (and
+    /// at least --min-jaccard with the one it matched): stops chains of near-duplicates from
+    /// putting dissimilar records together. 0 joins on the best match alone.
+    #[arg(long, value_name = "J", default_value_t = neardup::pipeline::DEFAULT_MIN_CLUSTER_JACCARD)]
+    pub min_cluster_jaccard: f64,
     /// Records with fewer words are short: word SimHash of a handful of words is unstable.
     #[arg(long, value_name = "WORDS", default_value_t = neardup::pipeline::DEFAULT_MIN_WORDS)]
     pub min_words: usize,
@@ -232,6 +237,7 @@ impl RuleArgs {
             max_distance: self.max_distance,
             min_jaccard: self.min_jaccard,
             min_words: self.min_words,
+            min_cluster_jaccard: self.min_cluster_jaccard,
             short_text,
             ..neardup::Rule::default()
         }

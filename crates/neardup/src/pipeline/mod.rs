@@ -14,8 +14,8 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 pub use decision::{
-    Decision, MergeRule, Rule, ShortText, DEFAULT_MAX_DISTANCE, DEFAULT_MIN_JACCARD,
-    DEFAULT_MIN_WORDS, DEFAULT_SHORT_TEXT,
+    Decision, MergeRule, Rule, ShortText, DEFAULT_MAX_DISTANCE, DEFAULT_MIN_CLUSTER_JACCARD,
+    DEFAULT_MIN_JACCARD, DEFAULT_MIN_WORDS, DEFAULT_SHORT_TEXT,
 };
 pub use reevaluate::Change;
 
@@ -539,6 +539,28 @@ impl<S: Store> Deduper<S> {
         Ok((ok, failed))
     }
 
+    /// Whether the analysed record verifies (Jaccard >= `min_jaccard`) against every member
+    /// of the cluster of `survivor`. Members with the same text are checked once.
+    fn links_to_all(&self, p: &Prepared, survivor: u64, min_jaccard: f64) -> Result<bool> {
+        let Some(members) = self.members.get(&survivor) else {
+            return Ok(true);
+        };
+        let mut checked = std::collections::HashSet::new();
+        for &m in members {
+            let meta = &self.meta[&m];
+            if meta.features != p.features || !checked.insert(meta.content_hash) {
+                continue;
+            }
+            let Some(theirs) = self.shingles_of(m)? else {
+                continue;
+            };
+            if jaccard(&p.shingles, &theirs) < min_jaccard {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
     /// Near-duplicates of `record` among stored records, without inserting it: (id, scores)
     /// best first, exact duplicates first of all with distance 0 and Jaccard 1.
     ///
@@ -772,8 +794,21 @@ impl<S: Store> Deduper<S> {
                     jaccard: s.jaccard,
                 });
             }
-            if let Some(&(h, s)) = ok.first() {
-                matched = Some((h, near_rule, s));
+            // Complete linkage: the record joins the cluster of its best verified match
+            // only if it verifies against every member, so no pair inside a cluster falls
+            // below the threshold through chaining (A~B and B~C but not A~C). Otherwise the
+            // next candidate's cluster is tried.
+            let min_jaccard = match (features, self.rule.short_text) {
+                (Features::Chars, ShortText::CharNgrams { min_jaccard, .. }) => min_jaccard,
+                _ => self.rule.min_cluster_jaccard,
+            };
+            let mut tried = std::collections::HashSet::new();
+            for &(h, s) in &ok {
+                let survivor = self.meta[&h].survivor;
+                if tried.insert(survivor) && self.links_to_all(&p, survivor, min_jaccard)? {
+                    matched = Some((h, near_rule, s));
+                    break;
+                }
             }
         }
 
