@@ -80,6 +80,18 @@ pub fn for_each(
     args: &InputArgs,
     mut f: impl FnMut(Result<Record, Reject>) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
+    for_each_item(args, |item| f(item.parse(args)))
+}
+
+/// Like [`for_each`], but hands lines over unparsed, so the caller can parse them in
+/// parallel with [`Item::parse`].
+///
+/// # Errors
+/// Only what `f` returns.
+pub fn for_each_item(
+    args: &InputArgs,
+    mut f: impl FnMut(Item) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
     let stdin = [PathBuf::from("-")];
     let paths: &[PathBuf] = if args.files.is_empty() {
         &stdin
@@ -118,15 +130,15 @@ pub fn total_bytes(args: &InputArgs) -> Option<u64> {
 fn reject_file(
     name: &str,
     reason: String,
-    f: &mut impl FnMut(Result<Record, Reject>) -> anyhow::Result<()>,
+    f: &mut impl FnMut(Item) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
-    f(Err(Reject {
+    f(Item::Done(Err(Reject {
         origin: Origin {
             file: name.to_owned(),
             line: None,
         },
         reason,
-    }))
+    })))
 }
 
 fn open(path: &Path) -> Result<Box<dyn BufRead>, String> {
@@ -160,7 +172,7 @@ fn open(path: &Path) -> Result<Box<dyn BufRead>, String> {
 fn read_path(
     path: &Path,
     args: &InputArgs,
-    f: &mut impl FnMut(Result<Record, Reject>) -> anyhow::Result<()>,
+    f: &mut impl FnMut(Item) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
     let name = if path == Path::new("-") {
         "<stdin>".to_owned()
@@ -172,7 +184,7 @@ fn read_path(
         Err(reason) => return reject_file(&name, reason, f),
     };
     if args.jsonl || args.lines {
-        read_lines(reader, &name, args, f)
+        read_lines(reader, &name, f)
     } else {
         let html = is_html(path);
         read_document(reader, name.clone(), name, html, f)
@@ -191,7 +203,7 @@ fn is_html(path: &Path) -> bool {
 
 fn read_directory(
     dir: &Path,
-    f: &mut impl FnMut(Result<Record, Reject>) -> anyhow::Result<()>,
+    f: &mut impl FnMut(Item) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
     let mut files = Vec::new();
     let mut stack = vec![dir.to_owned()];
@@ -243,7 +255,7 @@ fn read_document(
     name: String,
     id: String,
     html: bool,
-    f: &mut impl FnMut(Result<Record, Reject>) -> anyhow::Result<()>,
+    f: &mut impl FnMut(Item) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
     let origin = Origin {
         file: name,
@@ -251,10 +263,10 @@ fn read_document(
     };
     let mut bytes = Vec::new();
     if let Err(e) = reader.read_to_end(&mut bytes) {
-        return f(Err(Reject {
+        return f(Item::Done(Err(Reject {
             origin,
             reason: format!("cannot read: {e}"),
-        }));
+        })));
     }
     match String::from_utf8(bytes) {
         Ok(text) => {
@@ -263,7 +275,7 @@ fn read_document(
             } else {
                 ("text", text)
             };
-            f(Ok(Record {
+            f(Item::Done(Ok(Record {
                 origin,
                 id,
                 fields: vec![(field.to_owned(), text)],
@@ -272,75 +284,109 @@ fn read_document(
                 first_seen: None,
                 retention_class: None,
                 object: None,
-            }))
+            })))
         }
-        Err(e) => f(Err(Reject {
+        Err(e) => f(Item::Done(Err(Reject {
             origin,
             reason: invalid_utf8(e.utf8_error()),
-        })),
+        }))),
     }
 }
 
 fn invalid_utf8(e: std::str::Utf8Error) -> String {
+    // Lines are read as bytes and checked here, so the error names the line's own offset.
     format!("invalid UTF-8 at byte {}", e.valid_up_to())
 }
 
 fn read_lines(
     mut reader: Box<dyn BufRead>,
     name: &str,
-    args: &InputArgs,
-    f: &mut impl FnMut(Result<Record, Reject>) -> anyhow::Result<()>,
+    f: &mut impl FnMut(Item) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
-    let mut buf = Vec::new();
     let mut line_no = 0u64;
+    let file: std::sync::Arc<str> = std::sync::Arc::from(name);
     loop {
-        buf.clear();
-        let origin = |line_no| Origin {
-            file: name.to_owned(),
-            line: Some(line_no),
-        };
+        let mut buf = Vec::new();
         match reader.read_until(b'\n', &mut buf) {
             Ok(0) => return Ok(()),
             Ok(_) => {}
             Err(e) => {
-                return f(Err(Reject {
-                    origin: origin(line_no + 1),
+                return f(Item::Done(Err(Reject {
+                    origin: Origin {
+                        file: file.to_string(),
+                        line: Some(line_no + 1),
+                    },
                     reason: format!("cannot read: {e}"),
-                }))
+                })))
             }
         }
         line_no += 1;
         while matches!(buf.last(), Some(b'\n' | b'\r')) {
             buf.pop();
         }
-        let line = match std::str::from_utf8(&buf) {
-            Ok(s) => s,
-            Err(e) => {
-                f(Err(Reject {
-                    origin: origin(line_no),
-                    reason: invalid_utf8(e),
-                }))?;
-                continue;
-            }
-        };
-        if line.trim().is_empty() {
+        if buf.iter().all(u8::is_ascii_whitespace) {
             continue; // a blank line is no record
         }
-        let result = if args.jsonl {
-            parse_json_record(line, origin(line_no), args)
-        } else {
-            Ok(Record {
-                origin: origin(line_no),
-                id: line_no.to_string(),
-                fields: vec![("text".to_owned(), line.to_owned())],
-                url: None,
-                host: None,
-                first_seen: None,
-                retention_class: None,
-                object: None,
-            })
-        };
-        f(result)?;
+        f(Item::Line {
+            file: file.clone(),
+            line: line_no,
+            bytes: buf,
+        })?;
+    }
+}
+
+/// One unit of input as read: a line not parsed yet (so lines can be parsed in parallel), or
+/// a record or reject already complete (whole files, unreadable files).
+#[derive(Debug)]
+pub enum Item {
+    /// A non-blank line of a --lines or --jsonl input.
+    Line {
+        /// The file.
+        file: std::sync::Arc<str>,
+        /// Its 1-based line number.
+        line: u64,
+        /// Its bytes, without the line end.
+        bytes: Vec<u8>,
+    },
+    /// A finished record or reject.
+    Done(Result<Record, Reject>),
+}
+
+impl Item {
+    /// The record or reject this item stands for.
+    pub fn parse(self, args: &InputArgs) -> Result<Record, Reject> {
+        match self {
+            Item::Done(r) => r,
+            Item::Line { file, line, bytes } => {
+                let origin = Origin {
+                    file: file.to_string(),
+                    line: Some(line),
+                };
+                let text = match String::from_utf8(bytes) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        return Err(Reject {
+                            origin,
+                            reason: invalid_utf8(e.utf8_error()),
+                        })
+                    }
+                };
+                if args.jsonl {
+                    parse_json_record(&text, origin, args)
+                } else {
+                    Ok(Record {
+                        origin,
+                        id: line.to_string(),
+                        fields: vec![("text".to_owned(), text)],
+                        url: None,
+                        host: None,
+                        first_seen: None,
+                        retention_class: None,
+                        object: None,
+                    })
+                }
+            }
+        }
     }
 }
 
@@ -430,4 +476,50 @@ fn kind(v: &Value) -> &'static str {
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
     }
+}
+
+/// The host of a JSONL line (its host field, else its URL's host), read without building the
+/// whole object: the boilerplate pass needs only this for the pages it does not sample.
+pub fn probe_host(bytes: &[u8], args: &InputArgs) -> Option<String> {
+    use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+
+    struct Probe<'a> {
+        url_field: &'a str,
+        host_field: &'a str,
+    }
+    impl<'de> Visitor<'de> for Probe<'_> {
+        type Value = (Option<String>, Option<String>);
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a JSON object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let (mut url, mut host) = (None, None);
+            while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                if key == self.host_field {
+                    host = map.next_value::<Option<String>>().ok().flatten();
+                } else if key == self.url_field {
+                    url = map.next_value::<Option<String>>().ok().flatten();
+                } else {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+            Ok((url, host))
+        }
+    }
+    impl<'de> DeserializeSeed<'de> for Probe<'_> {
+        type Value = (Option<String>, Option<String>);
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_map(self)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let (url, host) = Probe {
+        url_field: &args.url_field,
+        host_field: &args.host_field,
+    }
+    .deserialize(&mut de)
+    .ok()?;
+    host.map(|h| h.trim().to_ascii_lowercase())
+        .filter(|h| !h.is_empty())
+        .or_else(|| url.as_deref().and_then(neardup::record::host_of))
 }

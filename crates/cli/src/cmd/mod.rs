@@ -33,9 +33,24 @@ pub fn open_deduper(
     rule: &RuleArgs,
     expected_records: u64,
 ) -> anyhow::Result<Deduper<Box<dyn Store>>> {
+    open_deduper_with(store, profile, rule, expected_records, true)
+}
+
+/// [`open_deduper`], choosing whether each record's language is detected.
+pub fn open_deduper_with(
+    store: &Path,
+    profile: &ProfileArgs,
+    rule: &RuleArgs,
+    expected_records: u64,
+    detect_language: bool,
+) -> anyhow::Result<Deduper<Box<dyn Store>>> {
     let backend: Box<dyn Store> = Box::new(SqliteStore::open(store)?);
     let deduper = Deduper::builder()
-        .hasher(hasher_builder(profile)?.detect_language(true).build()?)
+        .hasher(
+            hasher_builder(profile)?
+                .detect_language(detect_language)
+                .build()?,
+        )
         .rule(rule.rule())
         .expected_records(expected_records)
         .open(backend)?;

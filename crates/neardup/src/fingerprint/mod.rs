@@ -612,7 +612,7 @@ impl SimHasher {
         if self.detect_language {
             let mut sample = String::new();
             for f in fields {
-                if sample.len() >= 1024 {
+                if sample.len() >= 300 {
                     break;
                 }
                 sample.push_str(f.text);

@@ -51,6 +51,9 @@ struct HostState {
     set: Arc<Boilerplate>,
 }
 
+/// Verification failures logged per record (the nearest ones).
+const MAX_LOGGED_REJECTIONS: usize = 8;
+
 /// Candidates with their scores, by handle.
 type Scored = Vec<(u64, Scores)>;
 
@@ -520,6 +523,17 @@ impl<S: Store> Deduper<S> {
             let Some(theirs) = self.shingles_of(m.id)? else {
                 continue;
             };
+            // |A ∩ B| / |A ∪ B| <= min(|A|, |B|) / max(|A|, |B|): sets of very different sizes
+            // cannot pass, so once enough failures are logged they are not compared at all.
+            let (small, large) = if prepared.shingles.len() < theirs.len() {
+                (prepared.shingles.len(), theirs.len())
+            } else {
+                (theirs.len(), prepared.shingles.len())
+            };
+            if failed.len() >= MAX_LOGGED_REJECTIONS && (small as f64) < min_jaccard * large as f64
+            {
+                continue;
+            }
             let scores = Scores {
                 distance,
                 jaccard: jaccard(&prepared.shingles, &theirs),
@@ -554,7 +568,14 @@ impl<S: Store> Deduper<S> {
             let Some(theirs) = self.shingles_of(m)? else {
                 continue;
             };
-            if jaccard(&p.shingles, &theirs) < min_jaccard {
+            let (small, large) = if p.shingles.len() < theirs.len() {
+                (p.shingles.len(), theirs.len())
+            } else {
+                (theirs.len(), p.shingles.len())
+            };
+            if (small as f64) < min_jaccard * large as f64
+                || jaccard(&p.shingles, &theirs) < min_jaccard
+            {
                 return Ok(false);
             }
         }
@@ -786,7 +807,7 @@ impl<S: Store> Deduper<S> {
             ));
         } else if features != Features::ExactOnly {
             let (ok, failed) = self.verify_candidates(&p)?;
-            for (h, s) in failed.iter().take(8) {
+            for (h, s) in failed.iter().take(MAX_LOGGED_REJECTIONS) {
                 batch.rejections.push(Rejection {
                     record: record.id.clone(),
                     candidate: self.meta[h].id.to_string(),

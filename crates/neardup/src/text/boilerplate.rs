@@ -110,19 +110,45 @@ impl BoilerplateLearner {
         }
     }
 
-    /// Counts one page of `host` with its shingle hashes (duplicates are ignored).
-    pub fn add_page(&mut self, host: &str, shingles: &[u64]) {
+    /// Counts a page of `host` and says whether it is sampled: when it is, the caller passes
+    /// its shingles to [`sample_page`](Self::sample_page); when not, nothing more is needed,
+    /// so callers can skip shingling pages beyond the sample.
+    pub fn begin_page(&mut self, host: &str) -> bool {
         let sample = self.hosts.entry(host.to_owned()).or_default();
         sample.pages += 1;
         if sample.sampled >= self.sample_pages {
-            return;
+            return false;
         }
         sample.sampled += 1;
-        let mut distinct = shingles.to_vec();
-        distinct.sort_unstable();
-        distinct.dedup();
-        for h in distinct {
-            *sample.df.entry(h).or_insert(0) += 1;
+        true
+    }
+
+    /// Counts the shingles (duplicates ignored) of a page [`begin_page`](Self::begin_page)
+    /// sampled.
+    pub fn sample_page(&mut self, host: &str, shingles: &[u64]) {
+        let sample = self.hosts.entry(host.to_owned()).or_default();
+        let mut sorted;
+        let distinct = if shingles.is_sorted() {
+            shingles
+        } else {
+            sorted = shingles.to_vec();
+            sorted.sort_unstable();
+            &sorted[..]
+        };
+        sample.df.reserve(distinct.len());
+        let mut last = None;
+        for &h in distinct {
+            if last != Some(h) {
+                *sample.df.entry(h).or_insert(0) += 1;
+                last = Some(h);
+            }
+        }
+    }
+
+    /// Counts one page of `host` with its shingle hashes (duplicates are ignored).
+    pub fn add_page(&mut self, host: &str, shingles: &[u64]) {
+        if self.begin_page(host) {
+            self.sample_page(host, shingles);
         }
     }
 
