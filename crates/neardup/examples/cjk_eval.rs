@@ -116,7 +116,7 @@ fn main() {
         d.chars()
             .filter(|c| ('\u{4e00}'..='\u{9fff}').contains(c))
             .count()
-            > 300
+            > 150
     });
     if docs.len() < 10 {
         eprintln!(
