@@ -1,3 +1,4 @@
 //! Integration tests: golden fingerprints and the pipeline as a user drives it.
 
 mod golden;
+mod lang;

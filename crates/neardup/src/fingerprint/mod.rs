@@ -27,6 +27,9 @@ use vote::{count_ones, BitCounts, WeightedVote};
 /// avalanche of a different input, so the halves vote independently).
 const HIGH_HALF_KEY: u64 = 0x5851_f42d_4c95_7f2d;
 
+/// Bytes of a record the language detector reads.
+const LANGUAGE_SAMPLE: usize = 300;
+
 /// The Hamming distance between two 64-bit fingerprint values.
 ///
 /// ```
@@ -610,15 +613,27 @@ impl SimHasher {
         scratch.all_shingles.clear();
         scratch.language = None;
         if self.detect_language {
-            let mut sample = String::new();
-            for f in fields {
-                if sample.len() >= 300 {
-                    break;
+            // Three windows of the longest field, at a quarter, half and three quarters:
+            // beginnings are often headers, bylines or navigation in another language or
+            // script than the content, and one window can fall on a quotation.
+            let longest = fields.iter().map(|f| f.text).max_by_key(|t| t.len());
+            scratch.language = longest.and_then(|t| {
+                let mut sample = String::with_capacity(LANGUAGE_SAMPLE + 8);
+                let window = LANGUAGE_SAMPLE / 3;
+                for quarter in 1..=3 {
+                    let mut start = (t.len() * quarter / 4).saturating_sub(window / 2);
+                    while !t.is_char_boundary(start) {
+                        start -= 1;
+                    }
+                    let mut end = (start + window).min(t.len());
+                    while !t.is_char_boundary(end) {
+                        end -= 1;
+                    }
+                    sample.push_str(&t[start..end]);
+                    sample.push('\n');
                 }
-                sample.push_str(f.text);
-                sample.push('\n');
-            }
-            scratch.language = crate::text::detect_language(&sample);
+                crate::text::detect_language(&sample)
+            });
         }
         let stops = match (&scratch.language, self.stopwords) {
             (Some(l), true) => crate::text::language::stopwords(l.code),

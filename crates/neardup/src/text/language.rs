@@ -34,7 +34,23 @@ pub fn detect_language(text: &str) -> Option<Language> {
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    let info = detector().detect(&text[..end])?;
+    let sample = &text[..end];
+    // A CJK character carries about a word, a Latin letter a fifth of one: a Chinese or
+    // Japanese text full of inline English names would otherwise read as Latin.
+    let is_cjk = |c: char| {
+        super::tokenize::is_han(c) || matches!(c as u32, 0x3040..=0x30FF | 0xAC00..=0xD7AF)
+    };
+    let cjk = sample.chars().filter(|&c| is_cjk(c)).count();
+    let letters = sample.chars().filter(|c| c.is_alphabetic()).count();
+    let info = if cjk > 0 && cjk * 4 >= letters - cjk {
+        let only: String = sample
+            .chars()
+            .filter(|&c| is_cjk(c) || c.is_whitespace())
+            .collect();
+        detector().detect(&only)?
+    } else {
+        detector().detect(sample)?
+    };
     Some(Language {
         code: info.lang().code(),
         script: info.script().name().to_owned(),
