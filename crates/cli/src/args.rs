@@ -59,6 +59,13 @@ pub enum Command {
     Explain(crate::cmd::explain::ExplainArgs),
     /// Index layouts that answer a radius exactly for a collection size, with their costs.
     Plan(crate::cmd::plan::PlanArgs),
+    /// Serve the store over HTTP: insert and query records one at a time or in batches,
+    /// with the decisions of `dedup`, durably, for many concurrent clients.
+    ///
+    /// JSON API under /v1 (records, query, clusters, merges; OpenAPI at /v1/openapi.json),
+    /// /healthz and Prometheus /metrics. Listens on loopback unless --listen says otherwise.
+    /// Stops cleanly on SIGTERM or Ctrl-C, after answering the requests in flight.
+    Serve(crate::cmd::serve::ServeArgs),
 }
 
 /// Where documents come from and how they are laid out.

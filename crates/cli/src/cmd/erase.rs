@@ -1,5 +1,6 @@
 //! `neardup erase` and `neardup expire`: erasure requests and retention (seed 000).
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -64,8 +65,9 @@ pub fn run_erase(args: &EraseArgs) -> anyhow::Result<ExitCode> {
     let mut deduper = open(&args.store, &args.profile, &args.rule)?;
     let ids: Vec<&str> = args.ids.iter().map(String::as_str).collect();
     let erased = deduper.erase(&ids)?;
+    let mut out = std::io::stdout().lock();
     for id in &erased {
-        println!("erased\t{id}");
+        writeln!(out, "erased\t{id}")?;
     }
     let mut missing = 0;
     for id in &args.ids {
@@ -84,8 +86,9 @@ pub fn run_erase(args: &EraseArgs) -> anyhow::Result<ExitCode> {
 pub fn run_expire(args: &ExpireArgs) -> anyhow::Result<ExitCode> {
     let mut deduper = open(&args.store, &args.profile, &args.rule)?;
     let erased = deduper.expire(&args.class, args.before)?;
+    let mut out = std::io::stdout().lock();
     for id in &erased {
-        println!("expired\t{id}");
+        writeln!(out, "expired\t{id}")?;
     }
     eprintln!(
         "neardup: {} records of class {:?} first seen before {} erased",

@@ -10,6 +10,7 @@ pub mod label;
 pub mod plan;
 pub mod query;
 pub mod review;
+pub mod serve;
 pub mod tune;
 
 use std::process::ExitCode;
@@ -73,6 +74,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Eval(args) => eval::run(&args),
         Command::Explain(args) => explain::run(&args),
         Command::Plan(args) => plan::run(&args),
+        Command::Serve(args) => serve::run(&args),
     }
 }
 

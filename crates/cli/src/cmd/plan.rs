@@ -1,6 +1,7 @@
 //! `neardup plan`: which index layouts answer a radius exactly for a collection size, and
 //! what each costs (as in Manku, Jain, Das Sarma 2007, Example 3.1).
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Args;
@@ -77,9 +78,10 @@ pub fn run(args: &PlanArgs) -> anyhow::Result<ExitCode> {
     if let Some(bytes) = args.memory {
         request = request.memory_budget(bytes);
     }
-    print!("{}", format_plans(&plan_layouts(&request)));
+    let mut out = std::io::stdout().lock();
+    write!(out, "{}", format_plans(&plan_layouts(&request)))?;
     let chosen = choose_layout(&request)?;
-    println!("chosen: {chosen}");
+    writeln!(out, "chosen: {chosen}")?;
     Ok(ExitCode::SUCCESS)
 }
 

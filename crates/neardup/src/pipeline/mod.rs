@@ -1025,6 +1025,16 @@ impl<S: Store> Deduper<S> {
         n
     }
 
+    /// The number of stored records.
+    pub fn len(&self) -> usize {
+        self.meta.len()
+    }
+
+    /// Whether nothing is stored.
+    pub fn is_empty(&self) -> bool {
+        self.meta.is_empty()
+    }
+
     /// Whether `id` is stored.
     pub fn contains(&self, id: &str) -> bool {
         self.by_id.contains_key(id)

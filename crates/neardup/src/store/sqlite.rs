@@ -14,7 +14,7 @@ use crate::record::Timestamp;
 use crate::{Error, Result};
 
 /// Version of the schema below; a store of another version is refused with advice.
-const SCHEMA_VERSION: i64 = 1;
+const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

@@ -1,0 +1,819 @@
+//! `neardup serve`: the online service, an HTTP API over the same store as `neardup dedup`.
+//!
+//! The library is synchronous; this module owns the async edge. The pipeline is shared as
+//! `Arc<RwLock<Deduper>>`: reads (query, records, clusters, merges, metrics) take the read
+//! lock on tokio's blocking pool, so many run at once; every change goes through one writer
+//! thread ([`writer`]) that groups queued inserts into one durable commit and answers each
+//! request after it.
+
+mod api;
+mod metrics;
+mod openapi;
+mod writer;
+
+use std::collections::HashMap;
+use std::path::{Path as FsPath, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use axum::body::{Body, Bytes};
+use axum::extract::{MatchedPath, Path, Query, Request, State};
+use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use clap::Args;
+use neardup::{Deduper, Field, Record, Scratch, Store, Timestamp};
+use parking_lot::{Mutex, RwLock};
+use serde_json::{json, Value};
+use tokio::sync::oneshot;
+
+use crate::args::{ProfileArgs, RuleArgs};
+use api::{Answer, ApiError, Conversion, Match};
+use metrics::Metrics;
+use writer::{Job, Shared, WriterConfig, WriterState};
+
+/// Arguments of `neardup serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub profile: ProfileArgs,
+    #[command(flatten)]
+    pub rule: RuleArgs,
+    /// The store: an SQLite file, created if missing; the same store `neardup dedup` uses
+    /// (it must not run on it at the same time).
+    #[arg(long, value_name = "PATH", default_value = "neardup.db")]
+    pub store: PathBuf,
+    /// Address to listen on. The default is loopback only; port 0 picks a free port (the
+    /// address is printed on stderr).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    pub listen: String,
+    /// Sliding window, e.g. `5m`, `30s`, `2h`: records are compared only with records first
+    /// seen within it; older ones leave the index (not the store) within a second or
+    /// window/100, whichever is less.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub window: Option<Duration>,
+    /// File holding a bearer token: every endpoint but /healthz then needs
+    /// `Authorization: Bearer TOKEN`.
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// Largest request body, bytes (larger ones get 413).
+    #[arg(long, value_name = "BYTES", default_value_t = 8 << 20)]
+    pub max_body_bytes: usize,
+    /// Most records in one request (more get 413).
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    pub max_batch: usize,
+    /// Most records in one group commit: queued inserts share one transaction up to this.
+    #[arg(long, value_name = "N", default_value_t = 4096)]
+    pub max_group: usize,
+    /// Weight of a field's shingles, as NAME=N, as in `neardup dedup`.
+    #[arg(long = "field-weight", value_name = "NAME=N", value_parser = parse_field_weight)]
+    pub field_weights: Vec<(String, u32)>,
+    /// Detect and store each inserted record's language, as `neardup dedup` does. Off by
+    /// default: the language decides nothing (unless --stopwords, which turns it on) and
+    /// detecting it is the largest single cost of a query.
+    #[arg(long)]
+    pub detect_language: bool,
+    /// Worker threads for HTTP (default: one per core).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+}
+
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (number, unit) = s.split_at(split);
+    let n: f64 = number
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration: expected e.g. 5m, 30s, 2h, 500ms"))?;
+    let scale = match unit {
+        "ms" => 0.001,
+        "" | "s" => 1.0,
+        "m" => 60.0,
+        "h" => 3600.0,
+        "d" => 86400.0,
+        _ => {
+            return Err(format!(
+                "unknown unit {unit:?} in {s:?}: use ms, s, m, h or d"
+            ))
+        }
+    };
+    let secs = n * scale;
+    if !(secs > 0.0 && secs.is_finite()) {
+        return Err(format!("the window must be longer than 0, not {s:?}"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+fn parse_field_weight(s: &str) -> Result<(String, u32), String> {
+    let (name, weight) = s
+        .split_once('=')
+        .ok_or_else(|| format!("expected NAME=N, got {s:?}"))?;
+    match weight.parse::<u32>() {
+        Ok(0) => Err(format!("weight of field {name:?} must be at least 1")),
+        Ok(w) => Ok((name.to_owned(), w)),
+        Err(_) => Err(format!(
+            "weight {weight:?} of field {name:?} is not a whole number"
+        )),
+    }
+}
+
+/// What every handler shares.
+struct Inner {
+    deduper: Shared,
+    /// The writer's queue; taken at shutdown so the writer drains it and stops.
+    jobs: Mutex<Option<mpsc::Sender<Job>>>,
+    writer: Arc<WriterState>,
+    metrics: Arc<Metrics>,
+    conversion: Conversion,
+    token: Option<String>,
+    max_body_bytes: usize,
+    max_batch: usize,
+    store_path: PathBuf,
+}
+
+type App = Arc<Inner>;
+
+pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
+    if args.max_batch == 0 || args.max_group == 0 || args.max_body_bytes == 0 {
+        bail!("--max-batch, --max-group and --max-body-bytes must be at least 1");
+    }
+    let token = match &args.token_file {
+        None => None,
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading the token file {}", path.display()))?;
+            let token = text.trim().to_owned();
+            if token.is_empty() {
+                bail!("the token file {} is empty", path.display());
+            }
+            Some(token)
+        }
+    };
+    let started = Instant::now();
+    let deduper = open(args).with_context(|| format!("opening store {}", args.store.display()))?;
+    let records = deduper.stats().records;
+    let deduper: Shared = Arc::new(RwLock::new(deduper));
+    let metrics = Arc::new(Metrics::default());
+    let writer_state = Arc::new(WriterState {
+        failed: AtomicBool::new(false),
+        failure: Mutex::new(None),
+        records: AtomicUsize::new(records),
+    });
+    let (tx, rx) = mpsc::channel();
+    let writer = {
+        let (d, s, m) = (deduper.clone(), writer_state.clone(), metrics.clone());
+        let config = WriterConfig {
+            max_group: args.max_group,
+            window: args.window,
+            remember: 100_000,
+        };
+        std::thread::Builder::new()
+            .name("neardup-writer".into())
+            .spawn(move || writer::run(d, rx, config, s, m))
+            .context("starting the writer thread")?
+    };
+    let app: App = Arc::new(Inner {
+        deduper,
+        jobs: Mutex::new(Some(tx)),
+        writer: writer_state,
+        metrics,
+        conversion: Conversion {
+            field_weights: args.field_weights.clone(),
+        },
+        token,
+        max_body_bytes: args.max_body_bytes,
+        max_batch: args.max_batch,
+        store_path: args.store.clone(),
+    });
+
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    runtime.enable_all().thread_name("neardup-http");
+    if let Some(n) = args.threads {
+        runtime.worker_threads(n.max(1));
+    }
+    let runtime = runtime.build().context("starting the async runtime")?;
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(&args.listen)
+            .await
+            .with_context(|| format!("listening on {}", args.listen))?;
+        let addr = listener.local_addr()?;
+        eprintln!(
+            "neardup: listening on http://{addr} ({records} records in {}, opened in {:.1}s{})",
+            args.store.display(),
+            started.elapsed().as_secs_f64(),
+            args.window
+                .map(|w| format!(", window {}s", w.as_secs_f64()))
+                .unwrap_or_default()
+        );
+        axum::serve(listener, router(app.clone()))
+            .with_graceful_shutdown(shutdown_signal())
+            .await
+            .context("serving")?;
+        anyhow::Ok(())
+    })?;
+    // Every request has been answered; let the writer finish its queue and stop.
+    drop(app.jobs.lock().take());
+    writer
+        .join()
+        .map_err(|_| anyhow::anyhow!("the writer thread panicked"))?;
+    eprintln!(
+        "neardup: stopped; {} records in {}",
+        app.writer.records.load(Ordering::Relaxed),
+        args.store.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Opens the pipeline as [`super::open_deduper`] does, language detection aside.
+fn open(args: &ServeArgs) -> anyhow::Result<Deduper<Box<dyn Store>>> {
+    super::open_deduper_with(
+        &args.store,
+        &args.profile,
+        &args.rule,
+        0,
+        args.detect_language,
+    )
+}
+
+async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = term => {},
+        _ = tokio::signal::ctrl_c() => {},
+    }
+    eprintln!("neardup: shutting down: finishing requests in flight");
+}
+
+fn router(app: App) -> Router {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/metrics", get(metrics_text))
+        .route("/v1/openapi.json", get(openapi_json))
+        .route("/v1/records", post(post_records))
+        .route("/v1/query", post(post_query))
+        .route("/v1/records/{id}", get(get_record).delete(delete_record))
+        .route("/v1/clusters/{id}", get(get_cluster))
+        .route("/v1/merges", get(get_merges))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(middleware::from_fn_with_state(app.clone(), authorize))
+        .layer(middleware::from_fn_with_state(app.clone(), observe))
+        .with_state(app)
+}
+
+/// The metrics name of a route.
+fn route_name(method: &Method, path: Option<&str>) -> &'static str {
+    match (method.as_str(), path.unwrap_or("")) {
+        ("GET", "/healthz") => "healthz",
+        ("GET", "/metrics") => "metrics",
+        ("GET", "/v1/openapi.json") => "openapi",
+        ("POST", "/v1/records") => "insert",
+        ("POST", "/v1/query") => "query",
+        ("GET", "/v1/records/{id}") => "get_record",
+        ("DELETE", "/v1/records/{id}") => "delete_record",
+        ("GET", "/v1/clusters/{id}") => "get_cluster",
+        ("GET", "/v1/merges") => "merges",
+        _ => "other",
+    }
+}
+
+async fn observe(State(app): State<App>, req: Request, next: Next) -> Response {
+    let route = route_name(
+        req.method(),
+        req.extensions()
+            .get::<MatchedPath>()
+            .map(MatchedPath::as_str),
+    );
+    let started = Instant::now();
+    let response = next.run(req).await;
+    app.metrics
+        .request(route, response.status().as_u16(), started.elapsed());
+    response
+}
+
+async fn authorize(State(app): State<App>, req: Request, next: Next) -> Response {
+    let Some(token) = &app.token else {
+        return next.run(req).await;
+    };
+    if req.uri().path() == "/healthz" {
+        return next.run(req).await;
+    }
+    let given = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim);
+    match given {
+        Some(g) if constant_time_eq(g.as_bytes(), token.as_bytes()) => next.run(req).await,
+        _ => {
+            let mut response = ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "missing or invalid bearer token: send `Authorization: Bearer TOKEN` with the token of --token-file",
+            )
+            .field("Authorization")
+            .into_response();
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            response
+        }
+    }
+}
+
+/// Compares without an early exit, so timing does not reveal how much of a guess matched.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+async fn not_found(method: Method, uri: axum::http::Uri) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        format!("no endpoint {method} {}; see /v1/openapi.json", uri.path()),
+    )
+}
+
+async fn method_not_allowed(method: Method, uri: axum::http::Uri) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!(
+            "{method} is not allowed on {}; see /v1/openapi.json",
+            uri.path()
+        ),
+    )
+}
+
+async fn healthz(State(app): State<App>) -> Response {
+    let records = app.writer.records.load(Ordering::Relaxed);
+    if app.writer.failed.load(Ordering::SeqCst) {
+        let error = app.writer.failure.lock().clone();
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({"status": "failing", "records": records, "error": error})),
+        )
+            .into_response();
+    }
+    Json(json!({"status": "ok", "records": records})).into_response()
+}
+
+async fn openapi_json() -> Json<Value> {
+    Json(openapi::document())
+}
+
+/// How long a read may take.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Cost {
+    /// Tens of microseconds: memory and the store's page cache.
+    Short,
+    /// A scan (merge log, statistics, a batch).
+    Long,
+}
+
+/// Runs `f` with the read lock. A short read runs right here when the lock is free, which
+/// saves two thread hand-offs per query; anything else runs on the blocking pool, so that
+/// neither a commit in progress nor a scan stalls an async worker.
+async fn read<T: Send + 'static>(
+    app: &App,
+    cost: Cost,
+    f: impl FnOnce(&Deduper<Box<dyn Store>>) -> T + Send + 'static,
+) -> Result<T, ApiError> {
+    if cost == Cost::Short {
+        if let Some(d) = app.deduper.try_read() {
+            return Ok(f(&d));
+        }
+    }
+    let deduper = app.deduper.clone();
+    tokio::task::spawn_blocking(move || f(&deduper.read()))
+        .await
+        .map_err(|e| ApiError::internal(format!("reader failed: {e}")))
+}
+
+async fn read_body(app: &App, body: Body) -> Result<Bytes, ApiError> {
+    axum::body::to_bytes(body, app.max_body_bytes)
+        .await
+        .map_err(|e| {
+            let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+            let mut too_long = false;
+            while let Some(s) = source {
+                too_long |= s.to_string().contains("length limit exceeded");
+                source = s.source();
+            }
+            if too_long {
+                ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!(
+                        "request body larger than {} bytes (--max-body-bytes)",
+                        app.max_body_bytes
+                    ),
+                )
+                .field("body")
+            } else {
+                ApiError::bad_request("body", format!("reading the request body: {e}"))
+            }
+        })
+}
+
+/// Reads, parses and validates a request's records; `true` when it was a batch.
+async fn records_of(
+    app: &App,
+    body: Body,
+    require_id: bool,
+) -> Result<(Vec<Record>, bool), ApiError> {
+    let bytes = read_body(app, body).await?;
+    match api::parse_body(&bytes)? {
+        api::Body::One(r) => Ok((vec![app.conversion.convert(*r, "", require_id)?], false)),
+        api::Body::Many(rs) => {
+            if rs.len() > app.max_batch {
+                return Err(ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!(
+                        "{} records in one request; at most {} (--max-batch)",
+                        rs.len(),
+                        app.max_batch
+                    ),
+                )
+                .field("body"));
+            }
+            let records = rs
+                .into_iter()
+                .enumerate()
+                .map(|(i, r)| app.conversion.convert(r, &format!("[{i}]."), require_id))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok((records, true))
+        }
+    }
+}
+
+fn unavailable(app: &App) -> Option<ApiError> {
+    if !app.writer.failed.load(Ordering::SeqCst) {
+        return None;
+    }
+    let failure = app.writer.failure.lock().clone().unwrap_or_default();
+    Some(ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        format!("writes are refused until a restart: {failure}"),
+    ))
+}
+
+fn send(app: &App, job: Job) -> Result<(), ApiError> {
+    let jobs = app.jobs.lock();
+    let shutting_down = || ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "shutting down");
+    jobs.as_ref()
+        .ok_or_else(shutting_down)?
+        .send(job)
+        .map_err(|_| shutting_down())
+}
+
+async fn post_records(State(app): State<App>, body: Body) -> Result<Response, ApiError> {
+    if let Some(e) = unavailable(&app) {
+        return Err(e);
+    }
+    let (records, batch) = records_of(&app, body, true).await?;
+    if records.is_empty() {
+        return Ok(Json(json!([])).into_response());
+    }
+    let (reply, answer) = oneshot::channel();
+    send(&app, Job::Insert { records, reply })?;
+    let answers = answer
+        .await
+        .map_err(|_| ApiError::internal("the writer stopped"))?
+        .map_err(|e| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e))?;
+    if batch {
+        return Ok(Json(answers).into_response());
+    }
+    let answer = answers.into_iter().next().expect("one record, one answer");
+    if answer.decision == "rejected" {
+        return Err(api::rejection_error(&answer));
+    }
+    Ok(Json(answer).into_response())
+}
+
+async fn post_query(State(app): State<App>, body: Body) -> Result<Response, ApiError> {
+    let (records, batch) = records_of(&app, body, false).await?;
+    let cost = if records.len() > 1 {
+        Cost::Long
+    } else {
+        Cost::Short
+    };
+    let answers = read(&app, cost, move |d| {
+        let mut scratch = Scratch::default();
+        records
+            .iter()
+            .map(|r| query_one(d, r, &mut scratch))
+            .collect::<Vec<_>>()
+    })
+    .await?;
+    for a in &answers {
+        app.metrics.queried(a.decision);
+    }
+    if batch {
+        return Ok(Json(answers).into_response());
+    }
+    let answer = answers.into_iter().next().expect("one record, one answer");
+    if answer.decision == "rejected" {
+        return Err(api::rejection_error(&answer));
+    }
+    Ok(Json(answer).into_response())
+}
+
+/// The answer an insert of `r` would get now.
+fn query_one(d: &Deduper<Box<dyn Store>>, r: &Record, scratch: &mut Scratch) -> Answer {
+    let mut a = Answer::blank(&r.id, "new");
+    // The fingerprint and length as the pipeline computes them (host boilerplate removed,
+    // or the whole text when nothing else is left).
+    let fields: Vec<Field<'_>> = r
+        .fields
+        .iter()
+        .map(|f| Field::weighted(&f.text, f.weight.max(1)))
+        .collect();
+    let host = r.effective_host();
+    let boilerplate = host.as_deref().and_then(|h| d.boilerplate_of(h));
+    let analysis = match d.hasher().analyze(&fields, boilerplate, scratch) {
+        Err(neardup::Error::EmptyFeatureBag { .. }) if boilerplate.is_some() => {
+            d.hasher().analyze(&fields, None, scratch)
+        }
+        other => other,
+    };
+    let analysis = match analysis {
+        Ok(analysis) => analysis,
+        Err(neardup::Error::EmptyFeatureBag { .. }) => {
+            a.decision = "rejected";
+            a.error = Some("no words to fingerprint".into());
+            return a;
+        }
+        Err(e) => {
+            a.decision = "rejected";
+            a.error = Some(e.to_string());
+            return a;
+        }
+    };
+    a.fingerprint = Some(match d.hasher().profile().bits() {
+        neardup::FingerprintBits::Bits64 => format!("{:016x}", analysis.fingerprint.value() as u64),
+        neardup::FingerprintBits::Bits128 => format!("{:032x}", analysis.fingerprint.value()),
+    });
+    let matches = match d.query(r) {
+        Ok(m) => m,
+        Err(e) => {
+            a.decision = "rejected";
+            a.error = Some(e.to_string());
+            return a;
+        }
+    };
+    let Some((best, scores)) = matches.first() else {
+        if analysis.token_count < d.rule().min_words {
+            a.decision = "too_short";
+        }
+        return a;
+    };
+    // The exact tier reports Jaccard 1 (identical normalised text); a verified near
+    // duplicate with an identical shingle set is as good as exact.
+    a.decision = if scores.jaccard >= 1.0 {
+        "exact_duplicate"
+    } else {
+        "near_duplicate"
+    };
+    let survivor = d.record(best).map(|v| v.survivor);
+    a.of = survivor.clone().or_else(|| Some(best.clone()));
+    a.survivor = survivor;
+    a.matched = Some(best.clone());
+    a.distance = Some(scores.distance);
+    a.jaccard = Some(scores.jaccard);
+    a.matches = Some(
+        matches
+            .iter()
+            .take(10)
+            .map(|(id, s)| Match {
+                id: id.clone(),
+                distance: s.distance,
+                jaccard: s.jaccard,
+            })
+            .collect(),
+    );
+    a
+}
+
+async fn get_record(
+    State(app): State<App>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let found = read(&app, Cost::Short, {
+        let id = id.clone();
+        move |d| {
+            d.record(&id)
+                .map(|r| api::record_json(&r, d.cluster_of(&id).as_ref()))
+        }
+    })
+    .await?;
+    found
+        .map(Json)
+        .ok_or_else(|| ApiError::not_found("record", &id))
+}
+
+async fn delete_record(
+    State(app): State<App>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    if let Some(e) = unavailable(&app) {
+        return Err(e);
+    }
+    let (reply, answer) = oneshot::channel();
+    send(
+        &app,
+        Job::Erase {
+            id: id.clone(),
+            reply,
+        },
+    )?;
+    let erased = answer
+        .await
+        .map_err(|_| ApiError::internal("the writer stopped"))?
+        .map_err(|e| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e))?;
+    if erased {
+        Ok(Json(json!({"erased": id})))
+    } else {
+        Err(ApiError::not_found("record", &id))
+    }
+}
+
+async fn get_cluster(
+    State(app): State<App>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let found = read(&app, Cost::Short, {
+        let id = id.clone();
+        move |d| d.cluster_of(&id).map(|c| api::cluster_json(&c))
+    })
+    .await?;
+    found
+        .map(Json)
+        .ok_or_else(|| ApiError::not_found("record", &id))
+}
+
+async fn get_merges(
+    State(app): State<App>,
+    Query(params): Query<HashMap<String, String>>,
+) -> Result<Json<Value>, ApiError> {
+    let mut since = None;
+    let mut limit = 1000usize;
+    for (name, value) in &params {
+        match name.as_str() {
+            "since" => {
+                since = Some(
+                    Timestamp::parse_rfc3339(value)
+                        .map_err(|e| ApiError::bad_request("since", e.to_string()))?,
+                )
+            }
+            "limit" => {
+                limit = value
+                    .parse()
+                    .ok()
+                    .filter(|n| (1..=100_000).contains(n))
+                    .ok_or_else(|| {
+                        ApiError::bad_request(
+                            "limit",
+                            format!("limit must be a whole number from 1 to 100000, not {value:?}"),
+                        )
+                    })?
+            }
+            other => {
+                return Err(ApiError::bad_request(
+                    other,
+                    format!("unknown query parameter {other:?}: use since and limit"),
+                ))
+            }
+        }
+    }
+    let result = read(&app, Cost::Long, move |d| {
+        let mut out = Vec::new();
+        let mut truncated = false;
+        d.store()
+            .merges(&mut |m| {
+                let at = Timestamp::parse_rfc3339(&m.at).ok();
+                if since.is_some_and(|s| at.is_some_and(|at| at < s)) {
+                    return;
+                }
+                if out.len() < limit {
+                    out.push(api::merge_json(&m));
+                } else {
+                    truncated = true;
+                }
+            })
+            .map(|()| json!({"merges": out, "truncated": truncated}))
+    })
+    .await?;
+    result
+        .map(Json)
+        .map_err(|e| ApiError::internal(format!("reading the merge log: {e}")))
+}
+
+async fn metrics_text(State(app): State<App>) -> Result<Response, ApiError> {
+    let stats = read(&app, Cost::Long, |d| d.stats()).await?;
+    let mut out = String::with_capacity(8192);
+    app.metrics.render(&mut out);
+    let g = metrics::gauge;
+    g(
+        &mut out,
+        "neardup_store_records",
+        "Records stored.",
+        stats.records as f64,
+    );
+    g(
+        &mut out,
+        "neardup_store_clusters",
+        "Clusters (survivors) stored.",
+        stats.clusters as f64,
+    );
+    g(
+        &mut out,
+        "neardup_store_bytes",
+        "Size of the store's files (database and write-ahead log).",
+        store_bytes(&app.store_path) as f64,
+    );
+    g(
+        &mut out,
+        "neardup_largest_group_size",
+        "Records in the largest cluster: thousands usually mean an empty identity field or an extraction failure.",
+        stats.largest_cluster as f64,
+    );
+    g(
+        &mut out,
+        "neardup_index_fingerprints",
+        "Fingerprints in the Hamming index (within the window, if any).",
+        stats.index.len as f64,
+    );
+    g(
+        &mut out,
+        "neardup_index_largest_bucket",
+        "The longest bucket of the Hamming index: it bounds the cost of an unlucky probe.",
+        stats.index.largest_bucket as f64,
+    );
+    g(
+        &mut out,
+        "neardup_index_memory_bytes",
+        "Approximate heap bytes of the Hamming index.",
+        stats.index.memory_bytes as f64,
+    );
+    g(
+        &mut out,
+        "neardup_write_failed",
+        "1 after a failed commit (writes refused until a restart).",
+        f64::from(u8::from(app.writer.failed.load(Ordering::SeqCst))),
+    );
+    Ok((
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+        )],
+        out,
+    )
+        .into_response())
+}
+
+fn store_bytes(path: &FsPath) -> u64 {
+    ["", "-wal", "-shm"]
+        .iter()
+        .filter_map(|suffix| {
+            let mut p = path.as_os_str().to_owned();
+            p.push(suffix);
+            std::fs::metadata(PathBuf::from(p)).ok()
+        })
+        .map(|m| m.len())
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_with_units() {
+        assert_eq!(parse_duration("5m").unwrap(), Duration::from_secs(300));
+        assert_eq!(parse_duration("30").unwrap(), Duration::from_secs(30));
+        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse_duration("1.5h").unwrap(), Duration::from_secs(5400));
+        assert!(parse_duration("5 weeks").is_err());
+        assert!(parse_duration("0s").is_err());
+    }
+
+    #[test]
+    fn token_comparison() {
+        assert!(constant_time_eq(b"secret", b"secret"));
+        assert!(!constant_time_eq(b"secret", b"secreT"));
+        assert!(!constant_time_eq(b"secret", b"secret2"));
+    }
+}

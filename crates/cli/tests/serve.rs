@@ -1,0 +1,895 @@
+//! Starts the real `neardup serve` on a free loopback port and talks HTTP to it: every
+//! endpoint, the OpenAPI document, erasure, auth, bad input, concurrent near duplicates,
+//! the sliding window, SIGTERM and `kill -9` durability. Nothing but loopback is contacted.
+
+use std::collections::{BTreeSet, HashMap};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Barrier, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+/// A running server; killed when dropped (also when a test panics).
+struct Server {
+    child: Child,
+    base: String,
+    token: Option<String>,
+    log: Arc<Mutex<String>>,
+}
+
+impl Server {
+    fn start(store: &Path, extra: &[&str]) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_neardup"))
+            .arg("serve")
+            .arg("--store")
+            .arg(store)
+            .args(["--listen", "127.0.0.1:0"])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the binary runs");
+        // The server prints the address it bound (port 0: the kernel picks a free one);
+        // the rest of stderr is kept for failure messages.
+        let stderr = child.stderr.take().expect("stderr");
+        let log = Arc::new(Mutex::new(String::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        {
+            let log = log.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(stderr).lines() {
+                    let Ok(line) = line else { break };
+                    if let Some(rest) = line.split("listening on http://").nth(1) {
+                        let addr = rest.split_whitespace().next().unwrap_or("").to_owned();
+                        let _ = tx.send(addr);
+                    }
+                    let mut log = log.lock().unwrap();
+                    log.push_str(&line);
+                    log.push('\n');
+                }
+            });
+        }
+        let mut server = Server {
+            child,
+            base: String::new(),
+            token: None,
+            log,
+        };
+        match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(addr) => server.base = format!("http://{addr}"),
+            Err(_) => panic!("the server did not start: {}", server.log()),
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Ok((200, _)) = server.try_call("GET", "/healthz", None) {
+                break;
+            }
+            assert!(Instant::now() < deadline, "no /healthz: {}", server.log());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        server
+    }
+
+    fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    fn try_call(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&str>,
+    ) -> Result<(u16, String), ureq::Error> {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs(60)))
+            .build()
+            .into();
+        let url = format!("{}{path}", self.base);
+        let auth = self.token.as_ref().map(|t| format!("Bearer {t}"));
+        let mut response = match method {
+            "GET" | "DELETE" => {
+                let mut r = if method == "GET" {
+                    agent.get(&url)
+                } else {
+                    agent.delete(&url)
+                };
+                if let Some(a) = &auth {
+                    r = r.header("Authorization", a);
+                }
+                r.call()?
+            }
+            "POST" => {
+                let mut r = agent.post(&url).header("Content-Type", "application/json");
+                if let Some(a) = &auth {
+                    r = r.header("Authorization", a);
+                }
+                r.send(body.unwrap_or(""))?
+            }
+            other => panic!("method {other}"),
+        };
+        let status = response.status().as_u16();
+        let text = response.body_mut().read_to_string()?;
+        Ok((status, text))
+    }
+
+    /// A request; returns the status and the body parsed as JSON (or as a string).
+    fn call(&self, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
+        let body = body.map(|b| b.to_string());
+        let (status, text) = self
+            .try_call(method, path, body.as_deref())
+            .unwrap_or_else(|e| panic!("{method} {path}: {e}\n{}", self.log()));
+        let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        (status, value)
+    }
+
+    fn raw(&self, method: &str, path: &str, body: &str) -> (u16, Value) {
+        let (status, text) = self
+            .try_call(method, path, Some(body))
+            .unwrap_or_else(|e| panic!("{method} {path}: {e}\n{}", self.log()));
+        let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        (status, value)
+    }
+
+    fn insert(&self, record: Value) -> Value {
+        let (status, answer) = self.call("POST", "/v1/records", Some(&record));
+        assert_eq!(status, 200, "{record} -> {answer}");
+        answer
+    }
+
+    fn query(&self, record: Value) -> Value {
+        let (status, answer) = self.call("POST", "/v1/query", Some(&record));
+        assert_eq!(status, 200, "{record} -> {answer}");
+        answer
+    }
+
+    fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// SIGKILL, as `kill -9`.
+    fn kill9(mut self) {
+        self.child.kill().expect("kill -9");
+        self.child.wait().expect("wait");
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const SYLLABLES: [&str; 32] = [
+    "ka", "lo", "mi", "ren", "tu", "sa", "vo", "ne", "dri", "pa", "quo", "zen", "ti", "bor", "la",
+    "fi", "gu", "hes", "ja", "mo", "nu", "ple", "ri", "sto", "ux", "va", "wen", "xi", "yo", "zar",
+    "bel", "cor",
+];
+
+fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+fn word(seed: u64) -> String {
+    let h = mix(seed);
+    let n = 2 + (h % 2) as usize;
+    (0..n)
+        .map(|i| SYLLABLES[((h >> (8 + 5 * i)) % 32) as usize])
+        .collect()
+}
+
+/// 150 pseudo-words, distinct per seed.
+fn words(seed: u64) -> Vec<String> {
+    (0..150).map(|i| word(seed * 1000 + i)).collect()
+}
+
+fn doc(seed: u64) -> String {
+    words(seed).join(" ")
+}
+
+/// `doc(seed)` with word 70 replaced: a near duplicate of it and of every other variant.
+fn variant(seed: u64, edit: u64) -> String {
+    let mut w = words(seed);
+    w[70] = format!("edit{edit}x{}", word(edit + 77));
+    w.join(" ")
+}
+
+fn s(v: &Value) -> &str {
+    v.as_str().unwrap_or_else(|| panic!("not a string: {v}"))
+}
+
+fn keys(v: &Value) -> BTreeSet<String> {
+    v.as_object()
+        .unwrap_or_else(|| panic!("not an object: {v}"))
+        .keys()
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn every_endpoint_answers_as_dedup_decides() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("s.db"), &[]);
+
+    let a = server.insert(
+        json!({"id": "a", "text": doc(1), "url": "https://news.example/a", "first_seen": "2026-01-01T00:00:00Z"}),
+    );
+    assert_eq!(a["decision"], "new", "{a}");
+    assert_eq!(a["of"], Value::Null);
+    assert_eq!(s(&a["fingerprint"]).len(), 16);
+    let b = server.insert(json!({"id": "b", "text": doc(1), "url": "https://mirror.example/b"}));
+    assert_eq!(b["decision"], "exact_duplicate", "{b}");
+    assert_eq!(b["of"], "a");
+    assert_eq!(b["distance"], 0);
+    assert_eq!(b["jaccard"], 1.0);
+    let c = server.insert(json!({"id": "c", "title": "Breaking", "body_text": variant(1, 1)}));
+    assert_eq!(c["decision"], "near_duplicate", "{c}");
+    assert_eq!(c["of"], "a");
+    assert!(c["jaccard"].as_f64().unwrap() >= 0.8, "{c}");
+    assert!(c["distance"].as_u64().unwrap() <= 12, "{c}");
+
+    // A batch: records are decided in order, against each other too; HTML is reduced to
+    // its visible text.
+    let html = format!(
+        "<html><head><script>var x = 1;</script></head><body><nav>home about</nav><main><p>{}</p></main></body></html>",
+        doc(2)
+    );
+    let (status, batch) = server.call(
+        "POST",
+        "/v1/records",
+        Some(&json!([
+            {"id": "d", "html": html},
+            {"id": "e", "text": doc(2)},
+            {"id": "f", "text": "too short to fingerprint reliably"},
+            {"id": "g", "text": "!!! ???"},
+        ])),
+    );
+    assert_eq!(status, 200, "{batch}");
+    let decisions: Vec<&str> = batch
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| s(&a["decision"]))
+        .collect();
+    assert_eq!(
+        decisions,
+        ["new", "exact_duplicate", "too_short", "rejected"],
+        "{batch}"
+    );
+    assert_eq!(batch[1]["of"], "d");
+    assert!(s(&batch[3]["error"]).contains("no words"), "{batch}");
+
+    // A retried insert (same id, same text) gets its first answer again.
+    let again = server.insert(json!({"id": "c", "title": "Breaking", "body_text": variant(1, 1)}));
+    assert_eq!(again["already_stored"], true);
+    assert_eq!(again["decision"], c["decision"]);
+    assert_eq!(again["of"], c["of"]);
+    assert_eq!(again["distance"], c["distance"]);
+    // The same id with other text is a conflict.
+    let (status, err) = server.call(
+        "POST",
+        "/v1/records",
+        Some(&json!({"id": "c", "text": doc(9)})),
+    );
+    assert_eq!(status, 409, "{err}");
+    assert_eq!(err["field"], "id");
+
+    // Query: the same answer, nothing inserted.
+    let q = server.query(json!({"text": variant(1, 2)}));
+    assert_eq!(q["decision"], "near_duplicate", "{q}");
+    assert_eq!(q["of"], "a");
+    assert!(!q["matches"].as_array().unwrap().is_empty());
+    let q = server.query(json!({"id": "zz", "text": doc(3)}));
+    assert_eq!(q["decision"], "new", "{q}");
+    assert_eq!(server.call("GET", "/v1/records/zz", None).0, 404);
+    let q = server.query(json!({"text": "too short to fingerprint reliably"}));
+    assert_eq!(q["decision"], "exact_duplicate", "{q}");
+    let q = server.query(json!({"text": "another short text"}));
+    assert_eq!(q["decision"], "too_short", "{q}");
+    let (status, qs) = server.call(
+        "POST",
+        "/v1/query",
+        Some(&json!([{"text": doc(1)}, {"text": doc(4)}])),
+    );
+    assert_eq!(status, 200);
+    assert_eq!(qs[0]["decision"], "exact_duplicate");
+    assert_eq!(qs[1]["decision"], "new");
+
+    // Records, clusters, merges.
+    let (status, r) = server.call("GET", "/v1/records/c", None);
+    assert_eq!(status, 200, "{r}");
+    assert_eq!(r["survivor"], "a");
+    assert_eq!(r["fingerprint"], c["fingerprint"]);
+    assert_eq!(r["cluster_size"], 3);
+    let (status, cl) = server.call("GET", "/v1/clusters/b", None);
+    assert_eq!(status, 200, "{cl}");
+    assert_eq!(cl["survivor"], "a");
+    assert_eq!(cl["members"], json!(["a", "b", "c"]));
+    assert_eq!(
+        cl["source_urls"],
+        json!(["https://news.example/a", "https://mirror.example/b"])
+    );
+    assert_eq!(cl["first_seen"], "2026-01-01T00:00:00Z");
+    assert_eq!(server.call("GET", "/v1/clusters/nope", None).0, 404);
+    let (status, m) = server.call("GET", "/v1/merges", None);
+    assert_eq!(status, 200);
+    let merged: Vec<&str> = m["merges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| s(&e["merged"]))
+        .collect();
+    assert_eq!(merged, ["b", "c", "e"], "{m}");
+    assert_eq!(m["merges"][1]["rule"], "simhash+jaccard");
+    let (_, m) = server.call("GET", "/v1/merges?since=2100-01-01T00:00:00Z", None);
+    assert_eq!(m["merges"], json!([]));
+    let (_, m) = server.call("GET", "/v1/merges?limit=1", None);
+    assert_eq!(m["merges"].as_array().unwrap().len(), 1);
+    assert_eq!(m["truncated"], true);
+    let (status, err) = server.call("GET", "/v1/merges?since=yesterday", None);
+    assert_eq!((status, s(&err["field"])), (400, "since"), "{err}");
+
+    // Metrics.
+    let (status, text) = server.call("GET", "/metrics", None);
+    assert_eq!(status, 200);
+    let text = s(&text).to_owned();
+    for line in [
+        "neardup_decisions_total{decision=\"new\"} 2",
+        "neardup_decisions_total{decision=\"exact_duplicate\"} 2",
+        "neardup_decisions_total{decision=\"near_duplicate\"} 1",
+        "neardup_decisions_total{decision=\"too_short\"} 1",
+        "neardup_already_stored_total 1",
+        "neardup_store_records 6",
+        "neardup_largest_group_size 3",
+    ] {
+        assert!(text.lines().any(|l| l == line), "no {line:?} in\n{text}");
+    }
+    for name in [
+        "neardup_request_duration_seconds_bucket{route=\"insert\",le=\"+Inf\"}",
+        "neardup_index_largest_bucket ",
+        "neardup_store_bytes ",
+        "neardup_query_answers_total{decision=\"near_duplicate\"} ",
+    ] {
+        assert!(text.contains(name), "no {name:?} in\n{text}");
+    }
+    let (status, health) = server.call("GET", "/healthz", None);
+    assert_eq!(status, 200);
+    assert_eq!(health["records"], 6);
+}
+
+#[test]
+fn openapi_document_matches_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("s.db"), &[]);
+    server.insert(json!({"id": "a", "text": doc(1)}));
+    server.insert(json!({"id": "b", "text": variant(1, 1)}));
+    let (status, doc) = server.call("GET", "/v1/openapi.json", None);
+    assert_eq!(status, 200);
+    assert_eq!(doc["openapi"], "3.0.3");
+    let schemas = &doc["components"]["schemas"];
+    let props = |name: &str| keys(&schemas[name]["properties"]);
+
+    // Every documented operation is served and answers one of its documented statuses.
+    let mut operations = 0;
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            if method == "parameters" {
+                continue;
+            }
+            operations += 1;
+            let concrete = path.replace("{id}", "a");
+            let body = json!({"id": "q1", "text": doc_text(5)});
+            let (status, answer) = match method.as_str() {
+                // Erase last, below: it changes what the other operations see.
+                "delete" => server.call("DELETE", &path.replace("{id}", "nope"), None),
+                "get" => server.call("GET", &concrete, None),
+                "post" => server.call("POST", &concrete, Some(&body)),
+                other => panic!("undocumented method kind {other}"),
+            };
+            let documented = keys(&op["responses"]);
+            assert!(
+                documented.contains(&status.to_string()),
+                "{method} {path} answered {status}, documented {documented:?}: {answer}"
+            );
+        }
+    }
+    assert_eq!(operations, 9);
+    // ... and nothing else is served.
+    assert_eq!(server.call("GET", "/v1/records", None).0, 405);
+    assert_eq!(server.call("GET", "/v2/records", None).0, 404);
+
+    // The documented record properties are exactly the accepted fields.
+    let documented = props("Record");
+    let (status, err) = server.call(
+        "POST",
+        "/v1/query",
+        Some(&json!({"id": "x", "text": doc_text(1), "zzz": 1})),
+    );
+    assert_eq!(status, 400);
+    let message = s(&err["error"]);
+    let accepted: BTreeSet<String> = message
+        .split("expected one of ")
+        .nth(1)
+        .expect("serde lists the accepted fields")
+        .split(" at line")
+        .next()
+        .unwrap()
+        .split(", ")
+        .map(|f| f.trim_matches('`').to_owned())
+        .collect();
+    assert_eq!(accepted, documented);
+    let mut full = serde_json::Map::new();
+    for p in &documented {
+        let v = match p.as_str() {
+            "first_seen" => json!("2026-01-01T00:00:00Z"),
+            "html" => json!("<p>hello there</p>"),
+            "url" => json!("https://example.org/x"),
+            _ => json!(format!("{p} value words here")),
+        };
+        full.insert(p.clone(), v);
+    }
+    let (status, answer) = server.call("POST", "/v1/query", Some(&Value::Object(full)));
+    assert_eq!(status, 200, "{answer}");
+
+    // Documented answers are what the server sends.
+    let answer_props = props("Answer");
+    let required: BTreeSet<String> = schemas["Answer"]["required"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| s(v).to_owned())
+        .collect();
+    let c = server.insert(json!({"id": "c", "text": variant(1, 2)}));
+    let q = server.query(json!({"text": variant(1, 3)}));
+    for a in [&c, &q, &answer] {
+        let k = keys(a);
+        assert!(required.is_subset(&k), "{a} lacks {:?}", &required - &k);
+        assert!(
+            k.is_subset(&answer_props),
+            "{a} has {:?}",
+            &k - &answer_props
+        );
+    }
+    let decisions: BTreeSet<String> = schemas["Answer"]["properties"]["decision"]["enum"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| s(v).to_owned())
+        .collect();
+    assert!(decisions.contains(s(&c["decision"])));
+    let (_, r) = server.call("GET", "/v1/records/c", None);
+    assert_eq!(keys(&r), props("StoredRecord"));
+    let (_, cl) = server.call("GET", "/v1/clusters/c", None);
+    assert_eq!(keys(&cl), props("Cluster"));
+    let (_, m) = server.call("GET", "/v1/merges", None);
+    assert_eq!(keys(&m), props("Merges"));
+    assert_eq!(keys(&m["merges"][0]), props("MergeLogEntry"));
+    let (_, h) = server.call("GET", "/healthz", None);
+    assert!(keys(&h).is_subset(&props("Health")));
+    let (_, e) = server.call("GET", "/v1/records/nope", None);
+    assert!(keys(&e).is_subset(&props("Error")));
+    let (status, erased) = server.call("DELETE", "/v1/records/c", None);
+    assert_eq!(status, 200);
+    assert_eq!(
+        keys(&erased),
+        keys(
+            &doc["paths"]["/v1/records/{id}"]["delete"]["responses"]["200"]["content"]
+                ["application/json"]["schema"]["properties"]
+        )
+    );
+}
+
+fn doc_text(seed: u64) -> String {
+    doc(seed)
+}
+
+#[test]
+fn erasure_removes_the_record_from_every_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("s.db"), &[]);
+    server.insert(json!({"id": "a", "text": doc(1), "first_seen": "2026-01-01T00:00:00Z"}));
+    server.insert(json!({"id": "b", "text": variant(1, 1), "first_seen": "2026-01-02T00:00:00Z"}));
+    server.insert(json!({"id": "c", "text": variant(1, 2), "first_seen": "2026-01-03T00:00:00Z"}));
+    let (status, erased) = server.call("DELETE", "/v1/records/a", None);
+    assert_eq!(status, 200, "{erased}");
+    assert_eq!(erased["erased"], "a");
+    assert_eq!(server.call("GET", "/v1/records/a", None).0, 404);
+    assert_eq!(server.call("GET", "/v1/clusters/a", None).0, 404);
+    assert_eq!(server.call("DELETE", "/v1/records/a", None).0, 404);
+    // The earliest remaining member takes over.
+    let (_, cl) = server.call("GET", "/v1/clusters/c", None);
+    assert_eq!(cl["survivor"], "b", "{cl}");
+    assert_eq!(cl["members"], json!(["b", "c"]));
+    // Its fingerprint and text are gone from the index and the exact tier.
+    let q = server.query(json!({"text": doc(1)}));
+    assert_ne!(q["decision"], "exact_duplicate", "{q}");
+    assert!(
+        q["matches"]
+            .as_array()
+            .is_none_or(|m| m.iter().all(|m| m["id"] != "a")),
+        "{q}"
+    );
+    let (_, m) = server.call("GET", "/v1/merges", None);
+    assert!(!m.to_string().contains("\"a\""), "{m}");
+    // The id is free again, for other text.
+    let again = server.insert(json!({"id": "a", "text": doc(7)}));
+    assert_eq!(again["decision"], "new");
+    assert_eq!(again["already_stored"], false);
+    // Percent-encoded ids.
+    server.insert(json!({"id": "x/y z", "text": doc(8)}));
+    assert_eq!(server.call("GET", "/v1/records/x%2Fy%20z", None).0, 200);
+    assert_eq!(server.call("DELETE", "/v1/records/x%2Fy%20z", None).0, 200);
+}
+
+#[test]
+fn without_the_token_every_endpoint_but_healthz_answers_401() {
+    let dir = tempfile::tempdir().unwrap();
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, "s3cret-token\n").unwrap();
+    let mut server = Server::start(
+        &dir.path().join("s.db"),
+        &["--token-file", token_file.to_str().unwrap()],
+    );
+    let record = json!({"id": "a", "text": doc(1)});
+    let calls: [(&str, &str, Option<&Value>); 8] = [
+        ("GET", "/metrics", None),
+        ("GET", "/v1/openapi.json", None),
+        ("POST", "/v1/records", Some(&record)),
+        ("POST", "/v1/query", Some(&record)),
+        ("GET", "/v1/records/a", None),
+        ("DELETE", "/v1/records/a", None),
+        ("GET", "/v1/clusters/a", None),
+        ("GET", "/v1/merges", None),
+    ];
+    for token in [None, Some("wrong"), Some("s3cret-token-and-more")] {
+        server.token = token.map(str::to_owned);
+        for (method, path, body) in calls {
+            let (status, err) = server.call(method, path, body);
+            assert_eq!(status, 401, "{method} {path} with {token:?}: {err}");
+            assert!(s(&err["error"]).contains("bearer token"), "{err}");
+        }
+        assert_eq!(server.call("GET", "/healthz", None).0, 200);
+    }
+    assert_eq!(server.call("GET", "/v1/records/a", None).0, 401);
+    server.token = Some("s3cret-token".into());
+    for (method, path, body) in calls {
+        let (status, answer) = server.call(method, path, body);
+        assert!(
+            status != 401 && status < 500,
+            "{method} {path}: {status} {answer}"
+        );
+    }
+    assert_eq!(
+        server.insert(json!({"id": "b", "text": doc(2)}))["decision"],
+        "new"
+    );
+}
+
+#[test]
+fn bad_input_gets_a_4xx_naming_the_field_and_the_server_keeps_serving() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("s.db"), &["--max-body-bytes", "4000"]);
+    let cases: Vec<(&str, &str, String, u16, &str)> = vec![
+        (
+            "POST",
+            "/v1/records",
+            "{\"id\": \"a\", \"text\": ".into(),
+            400,
+            "body",
+        ),
+        ("POST", "/v1/records", "not json".into(), 400, "body"),
+        ("POST", "/v1/records", "".into(), 400, "body"),
+        ("POST", "/v1/records", "\"a string\"".into(), 400, "body"),
+        (
+            "POST",
+            "/v1/records",
+            r#"{"id": 5, "text": "x"}"#.into(),
+            400,
+            "id",
+        ),
+        (
+            "POST",
+            "/v1/records",
+            r#"{"id": "a", "text": ["x"]}"#.into(),
+            400,
+            "text",
+        ),
+        (
+            "POST",
+            "/v1/records",
+            r#"{"id": "a", "text": "x", "colour": "red"}"#.into(),
+            400,
+            "colour",
+        ),
+        (
+            "POST",
+            "/v1/records",
+            r#"[{"id": "a", "text": "x"}, {"id": "b", "txt": "y"}]"#.into(),
+            400,
+            "[1].txt",
+        ),
+        (
+            "POST",
+            "/v1/records",
+            r#"{"text": "no id here"}"#.into(),
+            400,
+            "id",
+        ),
+        (
+            "POST",
+            "/v1/records",
+            r#"{"id": "  ", "text": "x"}"#.into(),
+            400,
+            "id",
+        ),
+        (
+            "POST",
+            "/v1/records",
+            r#"{"id": "a", "text": ""}"#.into(),
+            400,
+            "text",
+        ),
+        (
+            "POST",
+            "/v1/records",
+            r#"{"id": "a", "body_text": "   "}"#.into(),
+            400,
+            "body_text",
+        ),
+        ("POST", "/v1/records", r#"{"id": "a"}"#.into(), 400, "text"),
+        (
+            "POST",
+            "/v1/records",
+            r#"{"id": "a", "text": "hello", "first_seen": "yesterday"}"#.into(),
+            400,
+            "first_seen",
+        ),
+        (
+            "POST",
+            "/v1/records",
+            r#"[{"id": "a", "text": "x"}, {"id": "b", "text": "y", "first_seen": 3}]"#.into(),
+            400,
+            "[1].first_seen",
+        ),
+        (
+            "POST",
+            "/v1/records",
+            r#"{"id": "a", "text": "!!! ..."}"#.into(),
+            422,
+            "text",
+        ),
+        ("POST", "/v1/query", r#"{"text": 1.5}"#.into(), 400, "text"),
+        (
+            "POST",
+            "/v1/query",
+            r#"{"id": "q", "text": "", "html": ""}"#.into(),
+            400,
+            "text",
+        ),
+        (
+            "POST",
+            "/v1/records",
+            format!(r#"{{"id": "big", "text": "{}"}}"#, "word ".repeat(1000)),
+            413,
+            "body",
+        ),
+        (
+            "GET",
+            "/v1/merges?since=2026-01-01T00:00:00Z&colour=red",
+            String::new(),
+            400,
+            "colour",
+        ),
+        ("GET", "/v1/merges?limit=0", String::new(), 400, "limit"),
+    ];
+    for (method, path, body, status, field) in &cases {
+        let (got, err) = if *method == "POST" {
+            server.raw(method, path, body)
+        } else {
+            server.call(method, path, None)
+        };
+        assert_eq!(got, *status, "{body:?} -> {err}");
+        assert_eq!(err["field"], *field, "{body:?} -> {err}");
+        assert!(!s(&err["error"]).is_empty());
+    }
+    // A batch over --max-batch.
+    let many: Vec<Value> = (0..1001)
+        .map(|i| json!({"id": i.to_string(), "text": "w"}))
+        .collect();
+    let server2 = Server::start(&dir.path().join("t.db"), &[]);
+    let (status, err) = server2.call("POST", "/v1/records", Some(&Value::Array(many)));
+    assert_eq!((status, s(&err["field"])), (413, "body"), "{err}");
+    // Nothing was stored by the refused requests, and the server still works.
+    let (_, health) = server.call("GET", "/healthz", None);
+    assert_eq!(health["records"], 0, "{health}");
+    assert_eq!(
+        server.insert(json!({"id": "a", "text": doc(1)}))["decision"],
+        "new"
+    );
+}
+
+#[test]
+fn near_duplicates_posted_at_once_by_many_clients_are_merged() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Arc::new(Server::start(&dir.path().join("s.db"), &[]));
+    const CLIENTS: usize = 8;
+    for round in 0..4u64 {
+        let barrier = Arc::new(Barrier::new(CLIENTS));
+        let handles: Vec<_> = (0..CLIENTS as u64)
+            .map(|client| {
+                let (server, barrier) = (server.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    let record = json!({"id": format!("r{round}-c{client}"), "text": variant(100 + round, client)});
+                    barrier.wait();
+                    server.insert(record)
+                })
+            })
+            .collect();
+        let answers: Vec<Value> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        let new: Vec<&Value> = answers.iter().filter(|a| a["decision"] == "new").collect();
+        assert_eq!(new.len(), 1, "round {round}: {answers:#?}");
+        for a in &answers {
+            assert!(
+                a["decision"] == "new" || a["decision"] == "near_duplicate",
+                "{a}"
+            );
+        }
+        let (_, cluster) = server.call("GET", &format!("/v1/clusters/r{round}-c0"), None);
+        assert_eq!(cluster["size"], CLIENTS, "round {round}: {cluster}");
+    }
+    let (_, health) = server.call("GET", "/healthz", None);
+    assert_eq!(health["records"], 4 * CLIENTS);
+}
+
+#[test]
+fn acknowledged_writes_survive_kill_9_and_the_index_answers_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let probes: Vec<Value> = (0..6)
+        .map(|i| json!({"text": if i % 2 == 0 { variant(i, 99) } else { doc(i + 50) }}))
+        .collect();
+
+    // Quiet phase: insert, ask, kill -9 with nothing in flight, ask again.
+    let server = Server::start(&store, &[]);
+    let mut acked: HashMap<String, Value> = HashMap::new();
+    for i in 0..6u64 {
+        let batch: Vec<Value> = (0..3)
+            .map(|j| json!({"id": format!("q{i}-{j}"), "text": if j == 0 { doc(i) } else { variant(i, j) }}))
+            .collect();
+        let (status, answers) = server.call("POST", "/v1/records", Some(&Value::Array(batch)));
+        assert_eq!(status, 200);
+        for a in answers.as_array().unwrap() {
+            acked.insert(s(&a["id"]).to_owned(), a.clone());
+        }
+    }
+    let before: Vec<Value> = probes.iter().map(|p| server.query(p.clone())).collect();
+    server.kill9();
+    let server = Server::start(&store, &[]);
+    let after: Vec<Value> = probes.iter().map(|p| server.query(p.clone())).collect();
+    assert_eq!(before, after);
+
+    // Busy phase: kill -9 while clients insert; every acknowledged record is there after.
+    let server = Arc::new(server);
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let handles: Vec<_> = (0..3u64)
+        .map(|client| {
+            let (server, stop) = (server.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut acked = Vec::new();
+                for n in 0..1000u64 {
+                    if stop.load(std::sync::atomic::Ordering::SeqCst) {
+                        break;
+                    }
+                    let seed = 1000 + client * 1000 + n;
+                    let record = json!({"id": format!("k{client}-{n}"), "text": if n % 3 == 2 { variant(seed - 1, 5) } else { doc(seed) }});
+                    match server.try_call("POST", "/v1/records", Some(&record.to_string())) {
+                        Ok((200, body)) => acked.push(serde_json::from_str::<Value>(&body).unwrap()),
+                        Ok((status, body)) => panic!("{status} {body}"),
+                        Err(_) => break, // killed
+                    }
+                }
+                acked
+            })
+        })
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (_, h) = server.call("GET", "/healthz", None);
+        if h["records"].as_u64().unwrap() >= 18 + 30 || Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let pid = server.pid();
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    for h in handles {
+        for a in h.join().unwrap() {
+            acked.insert(s(&a["id"]).to_owned(), a);
+        }
+    }
+    drop(server);
+    assert!(acked.len() >= 18 + 30, "{}", acked.len());
+    let server = Server::start(&store, &[]);
+    for (id, a) in &acked {
+        let (status, r) = server.call("GET", &format!("/v1/records/{id}"), None);
+        assert_eq!(status, 200, "acknowledged {id} lost after kill -9: {a}");
+        assert_eq!(r["fingerprint"], a["fingerprint"], "{id}");
+    }
+    let again: Vec<Value> = probes.iter().map(|p| server.query(p.clone())).collect();
+    for (b, a) in before.iter().zip(&again) {
+        assert_eq!(b["decision"], a["decision"]);
+        assert_eq!(b["of"], a["of"]);
+    }
+}
+
+#[test]
+fn sigterm_finishes_the_request_in_flight_then_exits_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let mut server = Server::start(&store, &[]);
+    let addr = server.base.trim_start_matches("http://").to_owned();
+    let body = json!([{"id": "a", "text": doc(1)}, {"id": "b", "text": variant(1, 1)}]).to_string();
+    let (head, tail) = body.split_at(body.len() / 2);
+    let mut conn = TcpStream::connect(&addr).unwrap();
+    write!(
+        conn,
+        "POST /v1/records HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{head}",
+        body.len()
+    )
+    .unwrap();
+    conn.flush().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(server.pid(), libc::SIGTERM) }, 0);
+    std::thread::sleep(Duration::from_millis(300));
+    conn.write_all(tail.as_bytes()).unwrap();
+    let mut response = String::new();
+    conn.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let _ = conn.read_to_string(&mut response);
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(response.contains("near_duplicate"), "{response}");
+    let status = server.child.wait().unwrap();
+    assert!(status.success(), "{status:?}: {}", server.log());
+    assert!(server.log().contains("stopped"), "{}", server.log());
+    // New connections are refused once it stopped; what it answered is stored.
+    assert!(TcpStream::connect(&addr).is_err());
+    drop(server);
+    let server = Server::start(&store, &[]);
+    let (_, cl) = server.call("GET", "/v1/clusters/b", None);
+    assert_eq!(cl["members"], json!(["a", "b"]));
+}
+
+#[test]
+fn window_compares_only_with_records_first_seen_within_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("s.db"), &["--window", "5m"]);
+    let old =
+        server.insert(json!({"id": "old", "text": doc(1), "first_seen": "2001-01-01T00:00:00Z"}));
+    assert_eq!(old["decision"], "new");
+    let fresh = server.insert(json!({"id": "fresh", "text": variant(1, 1)}));
+    assert_eq!(
+        fresh["decision"], "new",
+        "the old record is out of the window: {fresh}"
+    );
+    let exact = server.insert(json!({"id": "exact", "text": doc(1)}));
+    assert_ne!(exact["of"], "old", "{exact}");
+    let near = server.insert(json!({"id": "near", "text": variant(1, 2)}));
+    assert_eq!(near["decision"], "near_duplicate", "{near}");
+    let (_, r) = server.call("GET", "/v1/records/old", None);
+    assert_eq!(r["indexed"], false, "{r}");
+    let (_, r) = server.call("GET", "/v1/records/fresh", None);
+    assert_eq!(r["indexed"], true, "{r}");
+    let q = server.query(json!({"text": doc(1)}));
+    assert_ne!(q["of"], "old", "{q}");
+}
