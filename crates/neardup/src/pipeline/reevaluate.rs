@@ -205,28 +205,8 @@ mod tests {
     use super::*;
     use crate::pipeline::{Decision, Rule};
     use crate::record::Record;
+    use crate::pipeline::tests::{doc, edit};
     use crate::store::MemoryStore;
-    use crate::text::shingle::fmix64;
-
-    fn doc(seed: u64, words: usize) -> String {
-        let mut s = seed;
-        (0..words)
-            .map(|_| {
-                s = fmix64(s.wrapping_add(0x9e37_79b9_7f4a_7c15));
-                format!("w{}", s % 20_000)
-            })
-            .collect::<Vec<_>>()
-            .join(" ")
-    }
-
-    fn edit(text: &str, n: usize) -> String {
-        let mut words: Vec<String> = text.split(' ').map(str::to_owned).collect();
-        let len = words.len();
-        for i in 0..n {
-            words[(i * 37 + 11) % len] = format!("edit{i}");
-        }
-        words.join(" ")
-    }
 
     #[test]
     fn stricter_rule_splits_and_looser_rule_merges_from_stored_scores() {

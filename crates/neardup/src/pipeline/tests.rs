@@ -4,7 +4,7 @@ use super::*;
 use crate::store::{MemoryStore, SqliteStore};
 use crate::text::shingle::fmix64;
 
-fn doc(seed: u64, words: usize) -> String {
+pub(super) fn doc(seed: u64, words: usize) -> String {
     let mut s = seed;
     (0..words)
         .map(|_| {
@@ -16,7 +16,7 @@ fn doc(seed: u64, words: usize) -> String {
 }
 
 /// `text` with `n` words replaced (spread out), a typical light edit.
-fn edit(text: &str, n: usize) -> String {
+pub(super) fn edit(text: &str, n: usize) -> String {
     let mut words: Vec<String> = text.split(' ').map(str::to_owned).collect();
     let len = words.len();
     for i in 0..n {
