@@ -2,3 +2,4 @@
 
 mod golden;
 mod lang;
+mod seeds;

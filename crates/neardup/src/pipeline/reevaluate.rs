@@ -203,9 +203,9 @@ impl<S: Store> Deduper<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pipeline::tests::{doc, edit};
     use crate::pipeline::{Decision, Rule};
     use crate::record::Record;
-    use crate::pipeline::tests::{doc, edit};
     use crate::store::MemoryStore;
 
     #[test]

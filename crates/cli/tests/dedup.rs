@@ -1,0 +1,348 @@
+//! `neardup dedup` and the commands around its store, run as a user would.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn neardup(dir: &Path, args: &[&str]) -> Run {
+    let out = Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("the binary runs");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn example() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/data/debian-copyright.jsonl.gz")
+}
+
+fn lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect()
+}
+
+fn report(dir: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap()
+}
+
+/// A paragraph of real-looking prose, distinct per seed.
+fn prose(seed: usize) -> String {
+    let words = [
+        "storm",
+        "closes",
+        "coastal",
+        "road",
+        "council",
+        "budget",
+        "school",
+        "river",
+        "bridge",
+        "police",
+        "report",
+        "market",
+        "prices",
+        "harbour",
+        "ferry",
+        "weather",
+        "train",
+        "delay",
+        "museum",
+        "opens",
+        "festival",
+        "library",
+        "repairs",
+        "tonight",
+        "morning",
+        "residents",
+    ];
+    (0..120)
+        .map(|i| words[(i * 7 + seed * 13 + i * i * seed) % words.len()])
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[test]
+fn bundled_example_is_deduplicated_and_a_rerun_completes_without_double_merges() {
+    let dir = tempfile::tempdir().unwrap();
+    let ex = example();
+    let args = [
+        "dedup",
+        "--jsonl",
+        ex.to_str().unwrap(),
+        "--out",
+        "out",
+        "--store",
+        "s.db",
+    ];
+    let run = neardup(dir.path(), &args);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let out = dir.path().join("out");
+    let r = report(&out);
+    assert_eq!(r["input_records"], 400);
+    assert_eq!(r["accounting_balanced"], true);
+    let kept = lines(&out.join("kept.jsonl"));
+    let merges = lines(&out.join("merges.jsonl"));
+    let clusters = lines(&out.join("clusters.jsonl"));
+    assert_eq!(kept.len() as u64, r["kept"].as_u64().unwrap());
+    assert!(
+        merges.len() > 50,
+        "the example is full of re-published licences"
+    );
+    for m in &merges {
+        for key in [
+            "kept",
+            "merged",
+            "merged_fingerprint",
+            "rule",
+            "distance",
+            "jaccard",
+            "source_urls",
+            "at",
+        ] {
+            assert!(m.get(key).is_some(), "merge entry lacks {key}: {m}");
+        }
+        assert!(m["jaccard"].as_f64().unwrap() >= 0.7);
+    }
+    for k in &kept {
+        assert!(k["neardup_fingerprint"].as_str().unwrap().len() == 16);
+        assert!(k["cluster_size"].as_u64().unwrap() >= 1);
+        assert!(k["source_urls"].as_array().is_some());
+    }
+    let biggest = clusters
+        .iter()
+        .map(|c| c["members"].as_array().unwrap().len())
+        .max()
+        .unwrap();
+    assert_eq!(biggest as u64, r["largest_group"]["size"].as_u64().unwrap());
+
+    // The same input again: everything is already stored, nothing is merged twice.
+    let again = neardup(
+        dir.path(),
+        &[
+            "dedup",
+            "--jsonl",
+            ex.to_str().unwrap(),
+            "--out",
+            "out2",
+            "--store",
+            "s.db",
+        ],
+    );
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    let r2 = report(&dir.path().join("out2"));
+    assert_eq!(r2["decisions"]["already_stored"], 400);
+    assert_eq!(r2["kept"], r["kept"]);
+    assert_eq!(
+        lines(&dir.path().join("out2/merges.jsonl")).len(),
+        merges.len()
+    );
+    assert_eq!(r2["store"]["records"], 400);
+
+    // Another profile on the same store is refused with advice.
+    let other = neardup(
+        dir.path(),
+        &[
+            "dedup",
+            "--jsonl",
+            ex.to_str().unwrap(),
+            "--out",
+            "o3",
+            "--store",
+            "s.db",
+            "--profile",
+            "blake2b",
+        ],
+    );
+    assert_eq!(other.code, 2);
+    assert!(
+        other.stderr.contains("fingerprint profile"),
+        "{}",
+        other.stderr
+    );
+}
+
+#[test]
+fn bad_records_go_to_rejects_with_file_line_and_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = prose(1);
+    let input = format!(
+        "{}\n{{bad json\n{}\n{}\n{}\n{}\n",
+        serde_json::json!({"id": "a", "text": good, "url": "https://a.example/1", "first_seen": "2026-01-01T00:00:00Z"}),
+        serde_json::json!({"id": "b"}),
+        serde_json::json!({"id": "c", "text": prose(2), "first_seen": "last tuesday"}),
+        serde_json::json!({"id": "a", "text": prose(3)}),
+        serde_json::json!({"id": "d", "text": good.replacen("storm", "gale", 1), "url": "https://b.example/2", "first_seen": "2025-12-01T00:00:00Z"}),
+    );
+    std::fs::write(dir.path().join("in.jsonl"), input).unwrap();
+    let run = neardup(
+        dir.path(),
+        &[
+            "dedup", "--jsonl", "in.jsonl", "--out", "out", "--store", "s.db",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let out = dir.path().join("out");
+    let rejects = lines(&out.join("rejects.jsonl"));
+    let reasons: Vec<(u64, String)> = rejects
+        .iter()
+        .map(|r| {
+            (
+                r["line"].as_u64().unwrap(),
+                r["reason"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(reasons.len(), 4, "{reasons:?}");
+    assert!(reasons[0].0 == 2 && reasons[0].1.contains("malformed JSON"));
+    assert!(reasons[1].0 == 3 && reasons[1].1.contains("missing text"));
+    assert!(reasons[2].0 == 4 && reasons[2].1.contains("first_seen"));
+    assert!(reasons[3].0 == 5 && reasons[3].1.contains("duplicate id"));
+    assert!(rejects.iter().all(|r| r["file"] == "in.jsonl"));
+    assert_eq!(report(&out)["accounting_balanced"], true);
+    // The near-duplicate seen earlier survives and keeps both URLs and the earliest time.
+    let kept = lines(&out.join("kept.jsonl"));
+    assert_eq!(kept.len(), 1);
+    assert_eq!(kept[0]["id"], "d");
+    assert_eq!(kept[0]["first_seen"], "2025-12-01T00:00:00Z");
+    assert_eq!(kept[0]["source_urls"].as_array().unwrap().len(), 2);
+
+    // --strict stops at the first bad line and names it.
+    let strict = neardup(
+        dir.path(),
+        &[
+            "dedup", "--jsonl", "in.jsonl", "--out", "o2", "--store", "t.db", "--strict",
+        ],
+    );
+    assert_eq!(strict.code, 2);
+    assert!(
+        strict.stderr.contains("in.jsonl:2: malformed JSON"),
+        "{}",
+        strict.stderr
+    );
+}
+
+#[test]
+fn directories_of_html_and_text_compressed_input_query_and_erase() {
+    let dir = tempfile::tempdir().unwrap();
+    let site = dir.path().join("site");
+    std::fs::create_dir_all(site.join("news")).unwrap();
+    let body = prose(4);
+    let page = |b: &str| {
+        format!("<html><head><script>var x = 1;</script></head><body><nav>Home News Sport</nav><article><p>{b}</p></article><footer>(c) Example</footer></body></html>")
+    };
+    std::fs::write(site.join("news/a.html"), page(&body)).unwrap();
+    std::fs::write(
+        site.join("news/b.html"),
+        page(&body.replacen("ferry", "boat", 1)),
+    )
+    .unwrap();
+    std::fs::write(site.join("c.txt"), prose(5)).unwrap();
+    std::fs::write(site.join("ignored.pdf"), "not text").unwrap();
+    let run = neardup(
+        dir.path(),
+        &["dedup", "site", "--out", "out", "--store", "s.db"],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let r = report(&dir.path().join("out"));
+    assert_eq!(r["input_records"], 3);
+    assert_eq!(r["merged"], 1);
+    let merges = lines(&dir.path().join("out/merges.jsonl"));
+    assert_eq!(merges[0]["kept"], "news/a.html");
+    assert_eq!(merges[0]["merged"], "news/b.html");
+
+    // Query finds the stored page from its text; exit 1 when nothing matches.
+    let q = neardup(
+        dir.path(),
+        &["query", "--store", "s.db", "--text", &body, "--json"],
+    );
+    assert_eq!(q.code, 0, "{}", q.stderr);
+    assert!(q.stdout.contains("news/a.html"));
+    let none = neardup(
+        dir.path(),
+        &["query", "--store", "s.db", "--text", &prose(9)],
+    );
+    assert_eq!(none.code, 1);
+    // Erasure: gone from the index, the exact tier and the merge log.
+    let e = neardup(dir.path(), &["erase", "--store", "s.db", "news/a.html"]);
+    assert_eq!(e.code, 0, "{}", e.stderr);
+    let q = neardup(
+        dir.path(),
+        &["query", "--store", "s.db", "--text", &body, "--json"],
+    );
+    assert!(!q.stdout.contains("news/a.html"), "{}", q.stdout);
+
+    // Compressed JSONL in, unknown compression named.
+    let jsonl = format!("{}\n", serde_json::json!({"id": "z", "text": prose(6)}));
+    let zst = zstd_compress(jsonl.as_bytes());
+    std::fs::write(dir.path().join("in.jsonl.zst"), zst).unwrap();
+    std::fs::write(dir.path().join("in.jsonl.bz2"), b"BZh9...").unwrap();
+    let run = neardup(
+        dir.path(),
+        &[
+            "dedup",
+            "--jsonl",
+            "in.jsonl.zst",
+            "in.jsonl.bz2",
+            "--out",
+            "o2",
+            "--store",
+            "t.db",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let r = report(&dir.path().join("o2"));
+    assert_eq!(r["kept"], 1);
+    let rejects = lines(&dir.path().join("o2/rejects.jsonl"));
+    assert!(rejects[0]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("unknown compression .bz2"));
+}
+
+fn zstd_compress(data: &[u8]) -> Vec<u8> {
+    let out = Command::new("zstd")
+        .args(["-q", "-c"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child.stdin.take().expect("stdin").write_all(data)?;
+            child.wait_with_output()
+        });
+    match out {
+        Ok(o) if o.status.success() => o.stdout,
+        // No zstd tool: a zstd frame holding the data raw (a valid "raw block" frame).
+        _ => raw_zstd_frame(data),
+    }
+}
+
+/// A minimal valid zstd frame with the data in one raw block (RFC 8878), so the test does not
+/// depend on the zstd command-line tool.
+fn raw_zstd_frame(data: &[u8]) -> Vec<u8> {
+    assert!(data.len() < (1 << 21));
+    let mut f = vec![0x28, 0xB5, 0x2F, 0xFD];
+    // Frame header: single segment, 4-byte content size.
+    f.push(0b1010_0000);
+    f.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    // Block header: last block, raw, size.
+    let header = 1u32 | ((data.len() as u32) << 3);
+    f.extend_from_slice(&header.to_le_bytes()[..3]);
+    f.extend_from_slice(data);
+    f
+}
