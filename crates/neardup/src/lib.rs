@@ -57,6 +57,8 @@ pub use index::{
 };
 pub use pipeline::{Decision, Deduper, DeduperBuilder, Outcome, Rule};
 pub use record::{Record, TextField, Timestamp};
+#[cfg(feature = "redis")]
+pub use store::RedisStore;
 pub use store::{MemoryStore, SqliteStore, Store};
 pub use text::Boilerplate;
 

@@ -53,7 +53,7 @@ fn open(
     profile: &ProfileArgs,
     rule: &RuleArgs,
 ) -> anyhow::Result<neardup::Deduper<Box<dyn neardup::Store>>> {
-    if !store.exists() {
+    if !super::is_redis_url(store) && !store.exists() {
         anyhow::bail!("store {} does not exist", store.display());
     }
     super::open_deduper(store, profile, rule, 0)

@@ -45,7 +45,7 @@ pub fn open_deduper_with(
     expected_records: u64,
     detect_language: bool,
 ) -> anyhow::Result<Deduper<Box<dyn Store>>> {
-    let backend: Box<dyn Store> = Box::new(SqliteStore::open(store)?);
+    let backend = open_backend(store)?;
     let deduper = Deduper::builder()
         .hasher(
             hasher_builder(profile)?
@@ -56,6 +56,31 @@ pub fn open_deduper_with(
         .expected_records(expected_records)
         .open(backend)?;
     Ok(deduper)
+}
+
+/// Whether `--store` names a Redis server or cluster rather than an SQLite file.
+pub fn is_redis_url(store: &Path) -> bool {
+    store.to_str().is_some_and(|s| {
+        [
+            "redis://",
+            "rediss://",
+            "redis+cluster://",
+            "rediss+cluster://",
+        ]
+        .iter()
+        .any(|scheme| s.starts_with(scheme))
+    })
+}
+
+/// The backend `--store` names: `redis://host:port/db?prefix=P` (or `rediss://`,
+/// `redis+cluster://host:port,host:port/?prefix=P`) is a [`neardup::store::RedisStore`]
+/// shared by many processes; anything else is an SQLite file.
+pub fn open_backend(store: &Path) -> anyhow::Result<Box<dyn Store>> {
+    if is_redis_url(store) {
+        let url = store.to_str().expect("checked by is_redis_url");
+        return Ok(Box::new(neardup::store::RedisStore::open(url)?));
+    }
+    Ok(Box::new(SqliteStore::open(store)?))
 }
 
 /// Runs the chosen subcommand.

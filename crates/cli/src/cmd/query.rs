@@ -52,7 +52,7 @@ pub fn run(args: &QueryArgs) -> anyhow::Result<ExitCode> {
         }
         _ => bail!("give the text to look up with --text or --file"),
     };
-    if !args.store.exists() {
+    if !super::is_redis_url(&args.store) && !args.store.exists() {
         bail!(
             "store {} does not exist: run `neardup dedup` first",
             args.store.display()

@@ -59,7 +59,7 @@ pub fn run_reevaluate(args: &ReevaluateArgs) -> anyhow::Result<ExitCode> {
     if !(0.0..=1.0).contains(&args.jaccard) {
         bail!("--jaccard {} must be between 0 and 1", args.jaccard);
     }
-    if !args.store.exists() {
+    if !super::is_redis_url(&args.store) && !args.store.exists() {
         bail!("store {} does not exist", args.store.display());
     }
     let mut deduper = super::open_deduper(&args.store, &args.profile, &args.rule, 0)
@@ -127,10 +127,10 @@ fn csv(field: &str) -> String {
 }
 
 pub fn run_review(args: &ReviewArgs) -> anyhow::Result<ExitCode> {
-    if !args.store.exists() {
+    if !super::is_redis_url(&args.store) && !args.store.exists() {
         bail!("store {} does not exist", args.store.display());
     }
-    let store = neardup::SqliteStore::open(&args.store)?;
+    let store = super::open_backend(&args.store)?;
     let mut near: Vec<MergeLogEntry> = Vec::new();
     store.merges(&mut |m| {
         if m.rule == "simhash+jaccard" && (m.jaccard - args.threshold).abs() <= args.margin {

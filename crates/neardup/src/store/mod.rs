@@ -9,11 +9,15 @@
 //! `commit` returns, the batch is durable.
 
 mod memory;
+#[cfg(feature = "redis")]
+pub mod redis;
 mod sqlite;
 
 #[cfg(test)]
 pub(crate) mod tests;
 
+#[cfg(feature = "redis")]
+pub use self::redis::{RedisStats, RedisStore};
 pub use memory::MemoryStore;
 pub use sqlite::SqliteStore;
 

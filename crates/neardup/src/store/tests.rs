@@ -175,6 +175,22 @@ macro_rules! conformance {
                 std::fs::remove_dir_all(&dir).ok();
             })*
         }
+        #[cfg(feature = "redis")]
+        mod redis {
+            use crate::store::redis::test_server::{shared_server, unique_prefix};
+            $(#[test] fn $name() {
+                let url = shared_server().url(&unique_prefix(stringify!($name)));
+                super::$name(&mut crate::store::RedisStore::open(&url).unwrap());
+            })*
+        }
+        #[cfg(feature = "redis")]
+        mod redis_cluster {
+            use crate::store::redis::test_server::{shared_cluster, unique_prefix};
+            $(#[test] fn $name() {
+                let url = shared_cluster().url(&unique_prefix(stringify!($name)));
+                super::$name(&mut crate::store::RedisStore::open(&url).unwrap());
+            })*
+        }
     };
 }
 

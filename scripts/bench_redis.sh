@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Inserts/s and queries/s of neardup with 1, 2 and 4 workers over a store already holding
+# STORED records (default 1M): the embedded SQLite store, one Redis server, and a 3-master
+# Redis Cluster, all on loopback; for Redis, the commands per record (INFO commandstats
+# summed over the nodes) and the client's round trips per record and per query.
+#
+# Workers are threads of one driver (scripts/bench_redis/bench_redis.rs, the `bench_redis`
+# example), each with its own connection and in-memory replica of the index, exactly what
+# separate `neardup` processes have. Documents: 120 words, every fifth a near duplicate of
+# the one before. The servers run without persistence (throughput of the protocol, not of
+# fsync); the tests cover AOF with appendfsync always.
+#
+# Usage: scripts/bench_redis.sh            (STORED=1000000 INSERT=40000 QUERIES=20000)
+#        STORED=100000 scripts/bench_redis.sh   (a quicker look)
+# Output: bench-out/redis/report.txt
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+STORED="${STORED:-1000000}"
+INSERT="${INSERT:-40000}"
+QUERIES="${QUERIES:-20000}"
+WORKERS="${WORKERS:-1,2,4}"
+OUT="$ROOT/bench-out/redis"
+REPORT="$OUT/report.txt"
+command -v redis-server >/dev/null || { echo "redis-server missing: apt-get install redis-server" >&2; exit 1; }
+rm -rf "$OUT/run"
+mkdir -p "$OUT/run"
+
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; }
+trap cleanup EXIT
+
+start_server() { # port dir [extra args]
+    local port=$1 dir=$2
+    shift 2
+    mkdir -p "$dir"
+    redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$dir" \
+        --logfile "$dir/redis.log" "$@" &
+    PIDS+=($!)
+    for _ in $(seq 100); do
+        redis-cli -p "$port" ping 2>/dev/null | grep -q PONG && return 0
+        sleep 0.1
+    done
+    echo "redis-server on $port did not start" >&2
+    exit 1
+}
+
+BASE="${BASE_PORT:-17300}"
+start_server "$BASE" "$OUT/run/single"
+for i in 1 2 3; do
+    start_server $((BASE + i)) "$OUT/run/c$i" --cluster-enabled yes \
+        --cluster-config-file "$OUT/run/c$i/nodes.conf" --cluster-node-timeout 5000
+done
+redis-cli --cluster create 127.0.0.1:$((BASE + 1)) 127.0.0.1:$((BASE + 2)) 127.0.0.1:$((BASE + 3)) \
+    --cluster-replicas 0 --cluster-yes >"$OUT/run/cluster-create.log"
+until redis-cli -p $((BASE + 1)) cluster info | grep -q cluster_state:ok; do sleep 0.2; done
+
+echo "building the driver (release)"
+cargo build --release -q -p neardup --features redis --example bench_redis
+BIN="$ROOT/target/release/examples/bench_redis"
+
+{
+    echo "== neardup on Redis: $(date -u '+%Y-%m-%d %H:%M:%S UTC') =="
+    echo "machine: nproc=$(nproc), cpu: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')," \
+         "memory: $(free -g | awk '/Mem:/{print $2}') GiB; $(redis-server --version | cut -d' ' -f1-3)"
+    echo "tree: $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git status --porcelain 2>/dev/null | grep -q . && echo ' (with uncommitted changes)')"
+    echo "stored=$STORED, each run inserts $INSERT new records and runs $QUERIES queries, workers=$WORKERS, batch=1000"
+} | tee "$REPORT"
+
+run() { # title store nodes
+    echo "-- $1 ($2)" | tee -a "$REPORT"
+    "$BIN" --store "$2" --nodes "$3" --stored "$STORED" --insert "$INSERT" --queries "$QUERIES" \
+        --workers "$WORKERS" 2>&1 | tee -a "$REPORT"
+    echo | tee -a "$REPORT"
+}
+run "embedded SQLite" "$OUT/run/bench.db" ""
+run "one Redis server" "redis://127.0.0.1:$BASE/0?prefix=bench" "127.0.0.1:$BASE"
+run "3-master Redis Cluster" \
+    "redis+cluster://127.0.0.1:$((BASE + 1)),127.0.0.1:$((BASE + 2)),127.0.0.1:$((BASE + 3))/?prefix=bench" \
+    "127.0.0.1:$((BASE + 1)),127.0.0.1:$((BASE + 2)),127.0.0.1:$((BASE + 3))"
+for p in $BASE $((BASE + 1)) $((BASE + 2)) $((BASE + 3)); do
+    echo "redis :$p used_memory_human=$(redis-cli -p $p info memory | grep -m1 used_memory_human | cut -d: -f2 | tr -d '\r')" | tee -a "$REPORT"
+done
+echo "report: $REPORT"
