@@ -1,7 +1,6 @@
 //! The CLI on a Redis store gives the same outputs as on the embedded store.
 
 #[path = "../../neardup/tests/support/redis_server.rs"]
-#[allow(dead_code)]
 mod redis_server;
 
 use std::path::Path;
