@@ -42,6 +42,10 @@ pub struct DedupArgs {
     /// Only hosts with at least this many pages in the input learn boilerplate.
     #[arg(long, value_name = "PAGES", default_value_t = 20)]
     pub boilerplate_min_pages: u64,
+    /// ... and is on at least this many of its sampled pages (a few copies of one article
+    /// are not boilerplate).
+    #[arg(long, value_name = "PAGES", default_value_t = neardup::text::DEFAULT_MIN_COUNT)]
+    pub boilerplate_min_count: u64,
     /// Skip boilerplate learning (it needs a first pass over the input files).
     #[arg(long)]
     pub no_boilerplate: bool,
@@ -367,7 +371,8 @@ fn learn_boilerplate(
 ) -> anyhow::Result<()> {
     let hasher = deduper.hasher().clone();
     let mut learner =
-        BoilerplateLearner::new(args.boilerplate_share, args.boilerplate_min_pages, 1000);
+        BoilerplateLearner::new(args.boilerplate_share, args.boilerplate_min_pages, 1000)
+            .with_min_count(args.boilerplate_min_count);
     let progress = progress_bar(show, "learning boilerplate");
     let mut seen = 0u64;
     let mut chunk: Vec<input::Item> = Vec::with_capacity(4096);

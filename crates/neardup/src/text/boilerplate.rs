@@ -78,6 +78,9 @@ impl Boilerplate {
     }
 }
 
+/// Default minimum number of pages a boilerplate shingle is on.
+pub const DEFAULT_MIN_COUNT: u64 = 10;
+
 /// Learns per-host boilerplate from a sample of each host's pages (seed 000): a shingle on
 /// more than `max_share` of a host's pages is furniture.
 ///
@@ -87,6 +90,7 @@ impl Boilerplate {
 pub struct BoilerplateLearner {
     max_share: f64,
     min_pages: u64,
+    min_count: u64,
     sample_pages: u64,
     hosts: std::collections::HashMap<String, HostSample>,
 }
@@ -105,9 +109,18 @@ impl BoilerplateLearner {
         BoilerplateLearner {
             max_share,
             min_pages,
+            min_count: DEFAULT_MIN_COUNT,
             sample_pages: sample_pages.max(1),
             hosts: Default::default(),
         }
+    }
+
+    /// A shingle must also be on at least this many sampled pages (default 10): on a host of
+    /// 40 pages, 5% is two pages, and three near-duplicate copies of one article would
+    /// otherwise erase each other's content as "boilerplate".
+    pub fn with_min_count(mut self, pages: u64) -> Self {
+        self.min_count = pages.max(1);
+        self
     }
 
     /// Counts a page of `host` and says whether it is sampled: when it is, the caller passes
@@ -160,9 +173,10 @@ impl BoilerplateLearner {
             .filter(|(_, s)| s.pages >= self.min_pages)
             .map(|(host, s)| {
                 let cut = self.max_share * s.sampled as f64;
+                let min_count = self.min_count;
                 let mut set: Vec<u64> =
                     s.df.iter()
-                        .filter(|(_, &c)| f64::from(c) > cut)
+                        .filter(|(_, &c)| f64::from(c) > cut && u64::from(c) >= min_count)
                         .map(|(&h, _)| h)
                         .collect();
                 set.sort_unstable();
@@ -180,7 +194,7 @@ mod tests {
 
     #[test]
     fn learner_keeps_shingles_above_the_share_for_hosts_with_enough_pages() {
-        let mut l = BoilerplateLearner::new(0.05, 20, 1000);
+        let mut l = BoilerplateLearner::new(0.05, 20, 1000).with_min_count(2);
         for i in 0..40u64 {
             // Shingle 1 on every page, 2 on 1 page in 40 (2.5%), 3 on 4 in 40 (10%).
             let mut s = vec![1, 100 + i];
@@ -198,5 +212,19 @@ mod tests {
         let learned = l.finish();
         assert_eq!(learned.len(), 1, "small hosts learn nothing");
         assert_eq!(learned[0], ("big.example".to_owned(), 40, vec![1, 3]));
+    }
+
+    #[test]
+    fn a_few_copies_of_one_article_are_not_boilerplate() {
+        // 40 pages; the template on all of them, one article copied onto 4 of them (10%).
+        let mut l = BoilerplateLearner::new(0.05, 20, 1000);
+        for i in 0..40u64 {
+            let mut s = vec![1, 100 + i];
+            if i < 4 {
+                s.push(7);
+            }
+            l.add_page("news.example", &s);
+        }
+        assert_eq!(l.finish()[0].2, vec![1]);
     }
 }

@@ -7,7 +7,7 @@ pub(crate) mod normalize;
 pub(crate) mod shingle;
 pub(crate) mod tokenize;
 
-pub use boilerplate::{Boilerplate, BoilerplateLearner};
+pub use boilerplate::{Boilerplate, BoilerplateLearner, DEFAULT_MIN_COUNT};
 pub use html::html_to_text;
 pub use language::{detect_language, is_stopword, Language};
 pub use normalize::normalize;
