@@ -64,6 +64,81 @@ pub struct DedupArgs {
     pub batch_size: usize,
 }
 
+/// One chunk of input, parsed and analysed, waiting for its decisions.
+struct Analysed {
+    records: Vec<Record>,
+    extras: Vec<(Option<String>, String)>,
+    prepared: Vec<neardup::pipeline::PreparedRecord>,
+    rejects: Vec<Reject>,
+    inputs: u64,
+    text_bytes: u64,
+}
+
+/// Parses, converts and analyses one chunk (in parallel).
+fn analyse(
+    chunk: Vec<input::Item>,
+    input_args: &InputArgs,
+    analyzer: &neardup::pipeline::Analyzer,
+) -> Analysed {
+    let inputs = chunk.len() as u64;
+    let converted: Vec<Result<Pending, Reject>> = chunk
+        .into_par_iter()
+        .map(|item| item.parse(input_args).and_then(|r| convert(r, input_args)))
+        .collect();
+    let mut a = Analysed {
+        records: Vec::with_capacity(converted.len()),
+        extras: Vec::with_capacity(converted.len()),
+        prepared: Vec::new(),
+        rejects: Vec::new(),
+        inputs,
+        text_bytes: 0,
+    };
+    for c in converted {
+        match c {
+            Ok((record, object, origin)) => {
+                a.text_bytes += record
+                    .fields
+                    .iter()
+                    .map(|f| f.text.len() as u64)
+                    .sum::<u64>();
+                a.records.push(record);
+                a.extras.push((object, origin));
+            }
+            Err(reject) => a.rejects.push(reject),
+        }
+    }
+    a.prepared = analyzer.prepare(&a.records);
+    a
+}
+
+/// Writes a chunk's rejects, then decides and commits its records and writes their outcomes.
+fn finish(
+    a: Analysed,
+    strict: bool,
+    now: Timestamp,
+    deduper: &mut Deduper<Box<dyn Store>>,
+    state: &mut RunState,
+) -> anyhow::Result<()> {
+    state.counts.input += a.inputs;
+    state.counts.text_bytes += a.text_bytes;
+    for reject in &a.rejects {
+        if strict {
+            bail!("{reject} (--strict)");
+        }
+        state.reject(&reject.origin.to_string(), None, &reject.reason)?;
+    }
+    if a.records.is_empty() {
+        return Ok(());
+    }
+    let outcomes = deduper
+        .process_prepared(&a.records, a.prepared, now)
+        .context("deduplicating")?;
+    for ((record, (object, origin)), outcome) in a.records.iter().zip(a.extras).zip(outcomes) {
+        state.record_outcome(record, object, &origin, outcome)?;
+    }
+    Ok(())
+}
+
 /// A record waiting for its batch: the library record, its JSON object serialised without
 /// the keys kept.jsonl adds (for kept.jsonl) and where it came from.
 type Pending = (Record, Option<String>, String);
@@ -169,42 +244,28 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
             }
             Ok(())
         });
+        // Two stages overlap: while this thread decides and commits one chunk, another
+        // parses, converts and analyses the next (on the rayon pool).
+        let analyzer = deduper.analyzer();
+        let mut previous: Option<Analysed> = None;
         for chunk in rx {
-            let converted: Vec<Result<Pending, Reject>> = chunk
-                .into_par_iter()
-                .map(|item| item.parse(input_args).and_then(|r| convert(r, input_args)))
-                .collect();
-            let mut records = Vec::with_capacity(converted.len());
-            let mut extras = Vec::with_capacity(converted.len());
-            for c in converted {
-                state.counts.input += 1;
-                match c {
-                    Ok((record, object, origin)) => {
-                        state.counts.text_bytes += record
-                            .fields
-                            .iter()
-                            .map(|f| f.text.len() as u64)
-                            .sum::<u64>();
-                        records.push(record);
-                        extras.push((object, origin));
-                    }
-                    Err(reject) => {
-                        if args.strict {
-                            bail!("{reject} (--strict)");
-                        }
-                        state.reject(&reject.origin.to_string(), None, &reject.reason)?;
-                    }
-                }
-            }
-            if !records.is_empty() {
-                let outcomes = deduper.process(&records, now).context("deduplicating")?;
-                for ((record, (object, origin)), outcome) in
-                    records.iter().zip(extras).zip(outcomes)
-                {
-                    state.record_outcome(record, object, &origin, outcome)?;
-                }
-            }
+            let (analysed, decided) = std::thread::scope(|inner| {
+                let worker = inner.spawn(|| analyse(chunk, input_args, &analyzer));
+                let decided = match previous.take() {
+                    Some(p) => finish(p, args.strict, now, &mut deduper, &mut state),
+                    None => Ok(()),
+                };
+                (
+                    worker.join().expect("the analysis thread does not panic"),
+                    decided,
+                )
+            });
+            decided?;
+            previous = Some(analysed);
             progress.set_position(state.counts.input);
+        }
+        if let Some(p) = previous.take() {
+            finish(p, args.strict, now, &mut deduper, &mut state)?;
         }
         reader.join().expect("the reader thread does not panic")
     })?;

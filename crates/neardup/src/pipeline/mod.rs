@@ -57,7 +57,51 @@ const MAX_LOGGED_REJECTIONS: usize = 8;
 /// Candidates with their scores, by handle.
 type Scored = Vec<(u64, Scores)>;
 
+/// A record analysed by [`Analyzer::prepare`], waiting for
+/// [`Deduper::process_prepared`].
+#[derive(Debug)]
+pub struct PreparedRecord(Result<Prepared, String>);
+
+/// Analysis apart from the deduper: see [`Deduper::analyzer`].
+#[derive(Debug, Clone)]
+pub struct Analyzer {
+    hasher: SimHasher,
+    short: Option<(SimHasher, usize)>,
+    hosts: HashMap<String, HostState>,
+}
+
+impl Analyzer {
+    /// Analyses records in parallel (normalise, shingle, fingerprint, content hash).
+    pub fn prepare(&self, records: &[Record]) -> Vec<PreparedRecord> {
+        AnalyzerRef {
+            hasher: &self.hasher,
+            short: self.short.as_ref().map(|(h, w)| (h, *w)),
+            hosts: &self.hosts,
+        }
+        .prepare(records)
+    }
+}
+
+/// Borrowed analysis state, shared by [`Analyzer`] and [`Deduper::process`].
+struct AnalyzerRef<'a> {
+    hasher: &'a SimHasher,
+    short: Option<(&'a SimHasher, usize)>,
+    hosts: &'a HashMap<String, HostState>,
+}
+
+impl AnalyzerRef<'_> {
+    fn prepare(&self, records: &[Record]) -> Vec<PreparedRecord> {
+        records
+            .par_iter()
+            .map_init(Scratch::default, |scratch, r| {
+                PreparedRecord(prepare(self.hasher, self.short, self.hosts, r, scratch))
+            })
+            .collect()
+    }
+}
+
 /// One record after analysis, before the decision.
+#[derive(Debug)]
 struct Prepared {
     features: Features,
     language: Option<String>,
@@ -635,14 +679,46 @@ impl<S: Store> Deduper<S> {
     /// ([`Error::Poisoned`]): reopen the store to continue from its last committed state.
     pub fn process(&mut self, records: &[Record], now: Timestamp) -> Result<Vec<Outcome>> {
         self.check()?;
-        let (hasher, hosts) = (&self.hasher, &self.hosts);
-        let short = self.short_hasher.as_ref().map(|h| (h, self.rule.min_words));
-        let prepared: Vec<Result<Prepared, String>> = records
-            .par_iter()
-            .map_init(Scratch::default, |scratch, r| {
-                prepare(hasher, short, hosts, r, scratch)
-            })
-            .collect();
+        let prepared = self.analyzer_ref().prepare(records);
+        self.process_prepared(records, prepared, now)
+    }
+
+    /// An owned copy of what analysis needs (profile, short-text hasher, boilerplate), so a
+    /// caller can analyse the next batch on other threads while this deduper decides the
+    /// current one. Boilerplate learned later is not in the copy: take a new one then.
+    pub fn analyzer(&self) -> Analyzer {
+        Analyzer {
+            hasher: self.hasher.clone(),
+            short: self.short_hasher.clone().map(|h| (h, self.rule.min_words)),
+            hosts: self.hosts.clone(),
+        }
+    }
+
+    fn analyzer_ref(&self) -> AnalyzerRef<'_> {
+        AnalyzerRef {
+            hasher: &self.hasher,
+            short: self.short_hasher.as_ref().map(|h| (h, self.rule.min_words)),
+            hosts: &self.hosts,
+        }
+    }
+
+    /// Decides and commits records analysed by [`Analyzer::prepare`] (of this deduper's
+    /// profile), exactly as [`process`](Self::process) would.
+    ///
+    /// # Errors
+    /// As [`process`](Self::process).
+    ///
+    /// # Panics
+    /// When `prepared` does not have one entry per record.
+    pub fn process_prepared(
+        &mut self,
+        records: &[Record],
+        prepared: Vec<PreparedRecord>,
+        now: Timestamp,
+    ) -> Result<Vec<Outcome>> {
+        assert_eq!(records.len(), prepared.len(), "one analysis per record");
+        self.check()?;
+        let prepared: Vec<Result<Prepared, String>> = prepared.into_iter().map(|p| p.0).collect();
         self.exclusive(|d, batch| {
             d.grow_index_for(records.len())?;
             d.decide_all(records, prepared, now, batch)
