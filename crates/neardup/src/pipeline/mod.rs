@@ -555,17 +555,36 @@ impl<S: Store> Deduper<S> {
         };
         let mut hits = index.query(prepared.fingerprint as u64, max_distance)?;
         hits.truncate(self.rule.max_candidates);
+        let candidates: Vec<(u64, u32)> = hits
+            .iter()
+            .filter_map(|m| {
+                let meta = self.meta.get(&m.id)?;
+                let distance = (meta.fingerprint ^ prepared.fingerprint).count_ones();
+                // 128-bit profiles: the index saw only the low half.
+                (distance <= max_distance && meta.features == prepared.features)
+                    .then_some((m.id, distance))
+            })
+            .collect();
+        // One read for every candidate the store has to supply (one round trip remotely).
+        let remote: Vec<u64> = candidates
+            .iter()
+            .map(|&(h, _)| h)
+            .filter(|h| !self.pending.contains_key(h))
+            .collect();
+        let mut fetched: HashMap<u64, Vec<u32>> = remote
+            .iter()
+            .copied()
+            .zip(self.store.shingles_many(&remote)?)
+            .filter_map(|(h, s)| Some((h, s?)))
+            .collect();
         let (mut ok, mut failed) = (Vec::new(), Vec::new());
-        for m in hits {
-            let Some(meta) = self.meta.get(&m.id) else {
-                continue;
-            };
-            let distance = (meta.fingerprint ^ prepared.fingerprint).count_ones();
-            if distance > max_distance || meta.features != prepared.features {
-                continue; // 128-bit profiles: the index saw only the low half
-            }
-            let Some(theirs) = self.shingles_of(m.id)? else {
-                continue;
+        for (id, distance) in candidates {
+            let theirs = match self.pending.get(&id) {
+                Some(s) => s.clone(),
+                None => match fetched.remove(&id) {
+                    Some(s) => s,
+                    None => continue,
+                },
             };
             // |A ∩ B| / |A ∪ B| <= min(|A|, |B|) / max(|A|, |B|): sets of very different sizes
             // cannot pass, so once enough failures are logged they are not compared at all.
@@ -583,9 +602,9 @@ impl<S: Store> Deduper<S> {
                 jaccard: jaccard(&prepared.shingles, &theirs),
             };
             if scores.jaccard >= min_jaccard {
-                ok.push((m.id, scores));
+                ok.push((id, scores));
             } else {
-                failed.push((m.id, scores));
+                failed.push((id, scores));
             }
         }
         ok.sort_by(|a, b| {

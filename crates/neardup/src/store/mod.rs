@@ -223,6 +223,9 @@ impl<T: Store + ?Sized> Store for Box<T> {
     fn shingles(&self, handle: u64) -> Result<Option<Vec<u32>>> {
         (**self).shingles(handle)
     }
+    fn shingles_many(&self, handles: &[u64]) -> Result<Vec<Option<Vec<u32>>>> {
+        (**self).shingles_many(handles)
+    }
     fn boilerplate(&self) -> Result<Vec<(String, HostBoilerplate)>> {
         (**self).boilerplate()
     }
@@ -283,6 +286,13 @@ pub trait Store: Send + Sync {
     /// # Errors
     /// Backend failures.
     fn shingles(&self, handle: u64) -> Result<Option<Vec<u32>>>;
+    /// The verification sets of several records at once (one round trip for remote stores).
+    ///
+    /// # Errors
+    /// Backend failures.
+    fn shingles_many(&self, handles: &[u64]) -> Result<Vec<Option<Vec<u32>>>> {
+        handles.iter().map(|&h| self.shingles(h)).collect()
+    }
     /// Every host's boilerplate.
     ///
     /// # Errors

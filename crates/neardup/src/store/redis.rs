@@ -1115,6 +1115,45 @@ impl Store for RedisStore {
         Ok(())
     }
 
+    fn shingles_many(&self, handles: &[u64]) -> Result<Vec<Option<Vec<u32>>>> {
+        let mut out: Vec<Option<Vec<u32>>> = vec![None; handles.len()];
+        let mut missing: Vec<(usize, u64, String)> = Vec::new();
+        {
+            let cache = lock(&self.cache);
+            let tokens = lock(&self.tokens);
+            for (i, &h) in handles.iter().enumerate() {
+                if let Some(s) = cache.get(&h) {
+                    out[i] = Some(s.as_ref().clone());
+                } else if let Some(&token) = tokens.get(&h) {
+                    missing.push((i, h, self.keys.shingles(h, token)));
+                }
+            }
+        }
+        if missing.is_empty() {
+            return Ok(out);
+        }
+        let cmds: Vec<Cmd> = missing
+            .iter()
+            .map(|(_, _, key)| {
+                let mut c = redis::cmd("GET");
+                c.arg(key);
+                c
+            })
+            .collect();
+        let values = self.call("reading shingles", |c| c.pipeline(&cmds))?;
+        self.shingle_reads
+            .fetch_add(missing.len() as u64, Ordering::Relaxed);
+        for ((i, h, _), value) in missing.into_iter().zip(values) {
+            let blob: Option<Vec<u8>> = redis::from_redis_value(value)
+                .map_err(|e| self.fail(format!("reading shingles: {e}")))?;
+            if let Some(ids) = blob.map(|b| blob_to_ids(&b)) {
+                self.remember_shingles(h, Arc::new(ids.clone()));
+                out[i] = Some(ids);
+            }
+        }
+        Ok(out)
+    }
+
     fn shingles(&self, handle: u64) -> Result<Option<Vec<u32>>> {
         if let Some(s) = lock(&self.cache).get(&handle) {
             return Ok(Some(s.as_ref().clone()));
