@@ -8,6 +8,7 @@
 mod decision;
 mod reevaluate;
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -49,6 +50,12 @@ struct Meta {
 struct HostState {
     stored: HostBoilerplate,
     set: Arc<Boilerplate>,
+}
+
+/// Whether sets of sizes `a` and `b` cannot reach Jaccard `min`: |A ∩ B| / |A ∪ B| is at most
+/// min(|A|, |B|) / max(|A|, |B|).
+fn cannot_reach(a: usize, b: usize, min: f64) -> bool {
+    (a.min(b) as f64) < min * a.max(b) as f64
 }
 
 /// Verification failures logged per record (the nearest ones).
@@ -531,11 +538,22 @@ impl<S: Store> Deduper<S> {
         }
     }
 
-    fn shingles_of(&self, handle: u64) -> Result<Option<Vec<u32>>> {
-        if let Some(s) = self.pending.get(&handle) {
-            return Ok(Some(s.clone()));
-        }
-        self.store.shingles(handle)
+    /// The verification sets of `handles`, in order: uncommitted ones borrowed from memory,
+    /// the rest read from the store in one batch (one round trip for a remote store).
+    fn shingle_sets(&self, handles: &[u64]) -> Result<Vec<Option<Cow<'_, [u32]>>>> {
+        let remote: Vec<u64> = handles
+            .iter()
+            .copied()
+            .filter(|h| !self.pending.contains_key(h))
+            .collect();
+        let mut fetched = self.store.shingles_many(&remote)?.into_iter();
+        Ok(handles
+            .iter()
+            .map(|h| match self.pending.get(h) {
+                Some(s) => Some(Cow::Borrowed(s.as_slice())),
+                None => fetched.next().flatten().map(Cow::Owned),
+            })
+            .collect())
     }
 
     /// Verified near-duplicates of an analysed record among stored ones, best first:
@@ -565,35 +583,17 @@ impl<S: Store> Deduper<S> {
                     .then_some((m.id, distance))
             })
             .collect();
-        // One read for every candidate the store has to supply (one round trip remotely).
-        let remote: Vec<u64> = candidates
-            .iter()
-            .map(|&(h, _)| h)
-            .filter(|h| !self.pending.contains_key(h))
-            .collect();
-        let mut fetched: HashMap<u64, Vec<u32>> = remote
-            .iter()
-            .copied()
-            .zip(self.store.shingles_many(&remote)?)
-            .filter_map(|(h, s)| Some((h, s?)))
-            .collect();
+        let handles: Vec<u64> = candidates.iter().map(|&(h, _)| h).collect();
+        let sets = self.shingle_sets(&handles)?;
         let (mut ok, mut failed) = (Vec::new(), Vec::new());
-        for (id, distance) in candidates {
-            let theirs = match self.pending.get(&id) {
-                Some(s) => s.clone(),
-                None => match fetched.remove(&id) {
-                    Some(s) => s,
-                    None => continue,
-                },
+        for ((id, distance), theirs) in candidates.into_iter().zip(sets) {
+            let Some(theirs) = theirs else {
+                continue;
             };
-            // |A ∩ B| / |A ∪ B| <= min(|A|, |B|) / max(|A|, |B|): sets of very different sizes
-            // cannot pass, so once enough failures are logged they are not compared at all.
-            let (small, large) = if prepared.shingles.len() < theirs.len() {
-                (prepared.shingles.len(), theirs.len())
-            } else {
-                (theirs.len(), prepared.shingles.len())
-            };
-            if failed.len() >= MAX_LOGGED_REJECTIONS && (small as f64) < min_jaccard * large as f64
+            // Once enough failures are logged, sets too different in size to pass are not
+            // compared at all.
+            if failed.len() >= MAX_LOGGED_REJECTIONS
+                && cannot_reach(prepared.shingles.len(), theirs.len(), min_jaccard)
             {
                 continue;
             }
@@ -623,20 +623,16 @@ impl<S: Store> Deduper<S> {
             return Ok(true);
         };
         let mut checked = std::collections::HashSet::new();
-        for &m in members {
-            let meta = &self.meta[&m];
-            if meta.features != p.features || !checked.insert(meta.content_hash) {
-                continue;
-            }
-            let Some(theirs) = self.shingles_of(m)? else {
-                continue;
-            };
-            let (small, large) = if p.shingles.len() < theirs.len() {
-                (p.shingles.len(), theirs.len())
-            } else {
-                (theirs.len(), p.shingles.len())
-            };
-            if (small as f64) < min_jaccard * large as f64
+        let distinct: Vec<u64> = members
+            .iter()
+            .copied()
+            .filter(|m| {
+                let meta = &self.meta[m];
+                meta.features == p.features && checked.insert(meta.content_hash)
+            })
+            .collect();
+        for theirs in self.shingle_sets(&distinct)?.into_iter().flatten() {
+            if cannot_reach(p.shingles.len(), theirs.len(), min_jaccard)
                 || jaccard(&p.shingles, &theirs) < min_jaccard
             {
                 return Ok(false);
