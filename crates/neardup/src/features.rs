@@ -230,8 +230,8 @@ mod tests {
 
     #[test]
     fn save_load_round_trip_and_bad_files() {
-        let dir = std::env::temp_dir().join(format!("neardup-idf-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let dir = tmp.path();
         let mut b = IdfTable::builder();
         b.add_document([1, 2, 3]);
         b.add_document([2, 3]);
@@ -244,6 +244,5 @@ mod tests {
         std::fs::write(&path, b"garbage!").expect("write");
         let err = IdfTable::load(&path).expect_err("garbage is refused");
         assert!(err.to_string().contains("not an IDF table"), "{err}");
-        std::fs::remove_dir_all(&dir).ok();
     }
 }

@@ -346,10 +346,9 @@ fn learned_boilerplate_is_excluded() {
 
 #[test]
 fn sqlite_store_persists_clusters_and_refuses_another_profile() {
-    let dir = std::env::temp_dir().join(format!("neardup-pipeline-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = tmp.path();
     let path = dir.join("store.db");
-    let _ = std::fs::remove_file(&path);
     let a = doc(12, 250);
     {
         let mut d = Deduper::builder()
@@ -388,7 +387,6 @@ fn sqlite_store_persists_clusters_and_refuses_another_profile() {
         err.to_string().contains("neardup/2/xxh3/w4/b64/tf"),
         "{err}"
     );
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
@@ -487,10 +485,9 @@ fn short_text_char_ngrams_merge_light_edits_of_short_records() {
     ));
     assert!(d.record("s1").unwrap().indexed);
     // A store made in one short-text mode refuses the other.
-    let dir = std::env::temp_dir().join(format!("neardup-short-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = tmp.path();
     let path = dir.join("s.db");
-    let _ = std::fs::remove_file(&path);
     drop(
         Deduper::builder()
             .rule(rule)
@@ -506,15 +503,13 @@ fn short_text_char_ngrams_merge_light_edits_of_short_records() {
         .open(SqliteStore::open(&path).unwrap())
         .unwrap_err();
     assert!(matches!(err, Error::ConfigMismatch { .. }), "{err}");
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
 fn two_processes_on_one_sqlite_store_see_each_others_records() {
-    let dir = std::env::temp_dir().join(format!("neardup-shared-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = tmp.path();
     let path = dir.join("shared.db");
-    let _ = std::fs::remove_file(&path);
     let mut a = Deduper::builder()
         .open(SqliteStore::open(&path).unwrap())
         .unwrap();
@@ -555,5 +550,4 @@ fn two_processes_on_one_sqlite_store_see_each_others_records() {
         c.cluster_of("from-b").unwrap().members,
         ["from-a-2", "from-b"]
     );
-    std::fs::remove_dir_all(&dir).ok();
 }

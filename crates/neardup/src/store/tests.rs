@@ -167,12 +167,10 @@ macro_rules! conformance {
         }
         mod sqlite {
             $(#[test] fn $name() {
-                let dir = std::env::temp_dir().join(format!("neardup-store-{}-{}", std::process::id(), stringify!($name)));
-                std::fs::create_dir_all(&dir).unwrap();
+                let tmp = tempfile::tempdir().expect("temp dir");
+                let dir = tmp.path();
                 let path = dir.join("s.db");
-                let _ = std::fs::remove_file(&path);
                 super::$name(&mut crate::store::SqliteStore::open(&path).unwrap());
-                std::fs::remove_dir_all(&dir).ok();
             })*
         }
         #[cfg(feature = "redis")]
@@ -202,8 +200,8 @@ conformance!(
 
 #[test]
 fn sqlite_refuses_a_file_that_is_not_a_store() {
-    let dir = std::env::temp_dir().join(format!("neardup-store-bad-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = tmp.path();
     let path = dir.join("not.db");
     std::fs::write(
         &path,
@@ -212,5 +210,4 @@ fn sqlite_refuses_a_file_that_is_not_a_store() {
     .unwrap();
     let err = crate::store::SqliteStore::open(&path).unwrap_err();
     assert!(err.to_string().contains("not.db"), "{err}");
-    std::fs::remove_dir_all(&dir).ok();
 }
