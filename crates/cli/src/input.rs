@@ -165,7 +165,7 @@ fn open(path: &Path) -> Result<Box<dyn BufRead>, String> {
                 "unknown compression .{ext}: use plain, .gz or .zst input"
             ))
         }
-        _ => Box::new(BufReader::with_capacity(1 << 16, file)),
+        _ => Box::new(BufReader::with_capacity(1 << 18, file)),
     })
 }
 
@@ -307,7 +307,7 @@ fn read_lines(
     let file: std::sync::Arc<str> = std::sync::Arc::from(name);
     loop {
         let mut buf = Vec::new();
-        match reader.read_until(b'\n', &mut buf) {
+        match read_line(&mut *reader, &mut buf) {
             Ok(0) => return Ok(()),
             Ok(_) => {}
             Err(e) => {
@@ -332,6 +332,28 @@ fn read_lines(
             line: line_no,
             bytes: buf,
         })?;
+    }
+}
+
+/// Reads one line (with its `\n`, if any) into `buf` like [`BufRead::read_until`], but a line
+/// that lies whole in the reader's buffer is copied once into an exactly sized vector instead
+/// of growing `buf` by doubling.
+fn read_line(reader: &mut dyn BufRead, buf: &mut Vec<u8>) -> io::Result<usize> {
+    let available = loop {
+        match reader.fill_buf() {
+            Ok(b) => break b,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    };
+    match memchr::memchr(b'\n', available) {
+        Some(i) => {
+            buf.reserve_exact(i + 1);
+            buf.extend_from_slice(&available[..=i]);
+            reader.consume(i + 1);
+            Ok(i + 1)
+        }
+        None => reader.read_until(b'\n', buf),
     }
 }
 

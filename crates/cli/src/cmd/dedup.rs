@@ -221,11 +221,21 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
         hosts: BTreeMap::new(),
     };
     let progress = progress_bar(show, "deduplicating");
-    // A reader thread streams raw lines; each chunk is parsed and converted in parallel,
-    // then deduplicated in input order while the reader fetches the next chunk.
+    // Three stages run at once, linked by bounded channels: a reader thread streams raw
+    // lines in chunks; an analysis thread parses, converts and analyses each chunk on the
+    // rayon pool; this thread decides and commits the chunks in input order. Analysis may
+    // run up to two chunks ahead, so neither stage waits for the other chunk by chunk.
     let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<input::Item>>(2);
+    let (analysed_tx, analysed_rx) = std::sync::mpsc::sync_channel::<Analysed>(2);
     let input_args = &args.input;
     let batch_size = args.batch_size;
+    let analyzer = deduper.analyzer();
+    // Analysis gets a pool of its own: the deduper's index merges use rayon too, and a
+    // job queued on a pool busy with a chunk's analysis would wait for all of it.
+    let analysis_pool = rayon::ThreadPoolBuilder::new()
+        .thread_name(|i| format!("neardup-analysis-{i}"))
+        .build()
+        .context("starting the analysis threads")?;
     std::thread::scope(|scope| -> anyhow::Result<()> {
         let reader = scope.spawn(move || -> anyhow::Result<()> {
             let mut chunk = Vec::with_capacity(batch_size);
@@ -244,28 +254,19 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
             }
             Ok(())
         });
-        // Two stages overlap: while this thread decides and commits one chunk, another
-        // parses, converts and analyses the next (on the rayon pool).
-        let analyzer = deduper.analyzer();
-        let mut previous: Option<Analysed> = None;
-        for chunk in rx {
-            let (analysed, decided) = std::thread::scope(|inner| {
-                let worker = inner.spawn(|| analyse(chunk, input_args, &analyzer));
-                let decided = match previous.take() {
-                    Some(p) => finish(p, args.strict, now, &mut deduper, &mut state),
-                    None => Ok(()),
-                };
-                (
-                    worker.join().expect("the analysis thread does not panic"),
-                    decided,
-                )
-            });
-            decided?;
-            previous = Some(analysed);
+        let analyzer = &analyzer;
+        let pool = &analysis_pool;
+        scope.spawn(move || {
+            for chunk in rx {
+                let a = pool.install(|| analyse(chunk, input_args, analyzer));
+                if analysed_tx.send(a).is_err() {
+                    break; // the decide stage stopped on an error
+                }
+            }
+        });
+        for analysed in analysed_rx {
+            finish(analysed, args.strict, now, &mut deduper, &mut state)?;
             progress.set_position(state.counts.input);
-        }
-        if let Some(p) = previous.take() {
-            finish(p, args.strict, now, &mut deduper, &mut state)?;
         }
         reader.join().expect("the reader thread does not panic")
     })?;
@@ -435,57 +436,68 @@ fn learn_boilerplate(
         BoilerplateLearner::new(args.boilerplate_share, args.boilerplate_min_pages, 1000)
             .with_min_count(args.boilerplate_min_count);
     let progress = progress_bar(show, "learning boilerplate");
-    let mut seen = 0u64;
-    let mut chunk: Vec<input::Item> = Vec::with_capacity(4096);
     let input_args = &args.input;
-    // Hosts come from a light parse of each line; only the pages a host still samples are
-    // parsed whole and shingled, in parallel.
-    let drain = |chunk: &mut Vec<input::Item>, learner: &mut BoilerplateLearner| {
-        let hosts: Vec<Option<String>> = chunk
-            .par_iter()
-            .map(|item| match item {
-                input::Item::Line { bytes, .. } if input_args.jsonl => {
-                    input::probe_host(bytes, input_args)
+    // A reader thread streams chunks of raw lines. Hosts come from a light parse of each
+    // line; only the pages a host still samples are parsed whole and shingled, in
+    // parallel, and the learner counts each host's pages in parallel too.
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<input::Item>>(2);
+    std::thread::scope(|scope| -> anyhow::Result<()> {
+        let reader = scope.spawn(move || -> anyhow::Result<()> {
+            let mut chunk = Vec::with_capacity(4096);
+            input::for_each_item(input_args, |item| {
+                chunk.push(item);
+                if chunk.len() >= 4096 {
+                    let full = std::mem::replace(&mut chunk, Vec::with_capacity(4096));
+                    if tx.send(full).is_err() {
+                        bail!("boilerplate learning stopped");
+                    }
                 }
-                _ => None,
-            })
-            .collect();
-        let mut sampled = Vec::new();
-        for (item, host) in chunk.drain(..).zip(hosts) {
-            let Some(host) = host else { continue };
-            if learner.begin_page(&host) {
-                sampled.push((item, host));
+                Ok(())
+            })?;
+            if !chunk.is_empty() {
+                let _ = tx.send(chunk);
             }
-        }
-        let sets: Vec<(String, Vec<u64>)> = sampled
-            .into_par_iter()
-            .filter_map(|(item, host)| {
-                let record = item.parse(input_args).ok()?;
-                let mut set: Vec<u64> = Vec::new();
-                for (_, text) in &record.fields {
-                    set.extend(hasher.shingle_set(text));
+            Ok(())
+        });
+        let mut seen = 0u64;
+        for chunk in rx {
+            seen += chunk.len() as u64;
+            let hosts: Vec<Option<String>> = chunk
+                .par_iter()
+                .map(|item| match item {
+                    input::Item::Line { bytes, .. } if input_args.jsonl => {
+                        input::probe_host(bytes, input_args)
+                    }
+                    _ => None,
+                })
+                .collect();
+            let mut sampled = Vec::new();
+            for (item, host) in chunk.into_iter().zip(hosts) {
+                let Some(host) = host else { continue };
+                if learner.begin_page(&host) {
+                    sampled.push((item, host));
                 }
-                if record.fields.len() > 1 {
-                    set.sort_unstable();
-                    set.dedup();
-                }
-                Some((host, set))
-            })
-            .collect();
-        for (host, set) in sets {
-            learner.sample_page(&host, &set);
-        }
-    };
-    input::for_each_item(input_args, |item| {
-        seen += 1;
-        chunk.push(item);
-        if chunk.len() >= 4096 {
-            drain(&mut chunk, &mut learner);
+            }
+            let sets: Vec<(String, Vec<u64>)> = sampled
+                .into_par_iter()
+                .filter_map(|(item, host)| {
+                    let record = item.parse(input_args).ok()?;
+                    let mut set: Vec<u64> = Vec::new();
+                    for (_, text) in &record.fields {
+                        set.extend(hasher.shingle_set(text));
+                    }
+                    if record.fields.len() > 1 {
+                        set.sort_unstable();
+                        set.dedup();
+                    }
+                    Some((host, set))
+                })
+                .collect();
+            learner.sample_pages(sets);
             progress.set_position(seen);
         }
-        Ok(())
+        reader.join().expect("the reader thread does not panic")
     })?;
-    drain(&mut chunk, &mut learner);
     progress.finish_and_clear();
     deduper.learn_boilerplate(learner.finish())?;
     Ok(())

@@ -99,7 +99,48 @@ pub struct BoilerplateLearner {
 struct HostSample {
     pages: u64,
     sampled: u64,
-    df: std::collections::HashMap<u64, u32, BuildHasherDefault<IdentityHasher>>,
+    /// Pages whose shingles were counted.
+    counted: u64,
+    df: std::collections::HashMap<u64, Count, BuildHasherDefault<IdentityHasher>>,
+}
+
+/// A shingle's page count in lossy counting: `pages` counted since it was (last) added, and
+/// `missed`, the most pages it can have been on before that (Manku and Motwani's delta).
+#[derive(Debug, Clone, Copy)]
+struct Count {
+    pages: u32,
+    missed: u32,
+}
+
+impl HostSample {
+    /// Counts one page's distinct shingles (sorted or not), lossy counting with buckets of
+    /// `width` pages: at the end of each bucket, shingles that cannot be on more than one
+    /// page per bucket so far are dropped. So the map holds about `width` pages' shingles
+    /// plus the frequent ones instead of every shingle of every sampled page, a shingle on
+    /// more than `1 / width` of the pages is never dropped, and counts are exact until the
+    /// first bucket ends.
+    fn count_page(&mut self, shingles: &[u64], width: u64) {
+        self.counted += 1;
+        let bucket = self.counted.div_ceil(width).min(u64::from(u32::MAX)) as u32;
+        self.df.reserve(shingles.len());
+        let mut last = None;
+        for &h in shingles {
+            if last == Some(h) {
+                continue;
+            }
+            last = Some(h);
+            self.df
+                .entry(h)
+                .and_modify(|c| c.pages += 1)
+                .or_insert(Count {
+                    pages: 1,
+                    missed: bucket - 1,
+                });
+        }
+        if self.counted % width == 0 {
+            self.df.retain(|_, c| c.pages + c.missed > bucket);
+        }
+    }
 }
 
 impl BoilerplateLearner {
@@ -139,23 +180,49 @@ impl BoilerplateLearner {
     /// Counts the shingles (duplicates ignored) of a page [`begin_page`](Self::begin_page)
     /// sampled.
     pub fn sample_page(&mut self, host: &str, shingles: &[u64]) {
+        let width = self.bucket_width();
         let sample = self.hosts.entry(host.to_owned()).or_default();
-        let mut sorted;
-        let distinct = if shingles.is_sorted() {
-            shingles
+        if shingles.is_sorted() {
+            sample.count_page(shingles, width);
         } else {
-            sorted = shingles.to_vec();
+            let mut sorted = shingles.to_vec();
             sorted.sort_unstable();
-            &sorted[..]
-        };
-        sample.df.reserve(distinct.len());
-        let mut last = None;
-        for &h in distinct {
-            if last != Some(h) {
-                *sample.df.entry(h).or_insert(0) += 1;
-                last = Some(h);
-            }
+            sample.count_page(&sorted, width);
         }
+    }
+
+    /// [`sample_page`](Self::sample_page) for many pages at once, hosts counted in parallel
+    /// (each host's pages in the order given). Each page's shingles must be sorted.
+    pub fn sample_pages(&mut self, pages: Vec<(String, Vec<u64>)>) {
+        use rayon::prelude::*;
+        let width = self.bucket_width();
+        let mut by_host: std::collections::HashMap<String, Vec<Vec<u64>>> = Default::default();
+        for (host, shingles) in pages {
+            debug_assert!(shingles.is_sorted(), "sample_pages takes sorted shingles");
+            by_host.entry(host).or_default().push(shingles);
+        }
+        let mut work: Vec<(String, HostSample, Vec<Vec<u64>>)> = by_host
+            .into_iter()
+            .map(|(host, sets)| {
+                let sample = self.hosts.remove(&host).unwrap_or_default();
+                (host, sample, sets)
+            })
+            .collect();
+        work.par_iter_mut().for_each(|(_, sample, sets)| {
+            for set in sets.iter() {
+                sample.count_page(set, width);
+            }
+        });
+        for (host, sample, _) in work {
+            self.hosts.insert(host, sample);
+        }
+    }
+
+    /// Lossy counting's bucket width: a tenth of the share, so a shingle may miss at most
+    /// a tenth of the share of its pages (on 5%, half a percent), and only on hosts sampled
+    /// beyond one bucket (200 pages at 5%).
+    fn bucket_width(&self) -> u64 {
+        ((10.0 / self.max_share).ceil() as u64).clamp(1, 1_000_000)
     }
 
     /// Counts one page of `host` with its shingle hashes (duplicates are ignored).
@@ -172,13 +239,17 @@ impl BoilerplateLearner {
             .into_iter()
             .filter(|(_, s)| s.pages >= self.min_pages)
             .map(|(host, s)| {
-                let cut = self.max_share * s.sampled as f64;
+                // Counted pages, not sampled ones: a sampled page that failed to parse
+                // has no shingles. Counts are lower bounds (exact below one bucket), so a
+                // shingle is never called boilerplate on fewer pages than it is on.
+                let cut = self.max_share * s.counted as f64;
                 let min_count = self.min_count;
-                let mut set: Vec<u64> =
-                    s.df.iter()
-                        .filter(|(_, &c)| f64::from(c) > cut && u64::from(c) >= min_count)
-                        .map(|(&h, _)| h)
-                        .collect();
+                let mut set: Vec<u64> = s
+                    .df
+                    .iter()
+                    .filter(|(_, c)| f64::from(c.pages) > cut && u64::from(c.pages) >= min_count)
+                    .map(|(&h, _)| h)
+                    .collect();
                 set.sort_unstable();
                 (host, s.pages, set)
             })
@@ -226,5 +297,58 @@ mod tests {
             l.add_page("news.example", &s);
         }
         assert_eq!(l.finish()[0].2, vec![1]);
+    }
+
+    /// 1,000 pages of one host: a template shingle on every page, one on every 10th (10%),
+    /// one on every 25th (4%, under the share) and 50 unique shingles per page.
+    fn big_host_pages() -> Vec<Vec<u64>> {
+        (0..1000u64)
+            .map(|i| {
+                let mut s: Vec<u64> = (0..50).map(|j| 1_000_000 + i * 100 + j).collect();
+                s.push(1);
+                if i % 10 == 0 {
+                    s.push(2);
+                }
+                if i % 25 == 0 {
+                    s.push(3);
+                }
+                s.sort_unstable();
+                s
+            })
+            .collect()
+    }
+
+    #[test]
+    fn lossy_counting_keeps_frequent_shingles_and_forgets_rare_ones() {
+        let mut l = BoilerplateLearner::new(0.05, 20, 1000);
+        for s in big_host_pages() {
+            l.add_page("big.example", &s);
+        }
+        let tracked = l.hosts["big.example"].df.len();
+        // Exact counting would hold all 50,000 unique shingles; buckets of 200 pages hold
+        // at most one bucket's worth.
+        assert!(tracked <= 200 * 50 + 3, "{tracked} shingles tracked");
+        assert_eq!(l.finish()[0].2, vec![1, 2]);
+    }
+
+    #[test]
+    fn sampling_many_pages_in_parallel_counts_as_one_by_one() {
+        let pages = big_host_pages();
+        let mut one = BoilerplateLearner::new(0.05, 20, 1000).with_min_count(2);
+        let mut many = BoilerplateLearner::new(0.05, 20, 1000).with_min_count(2);
+        let mut batch = Vec::new();
+        for (i, s) in pages.iter().enumerate() {
+            let host = if i % 3 == 0 { "a.example" } else { "b.example" };
+            one.add_page(host, s);
+            assert!(many.begin_page(host));
+            batch.push((host.to_owned(), s.clone()));
+            if batch.len() == 97 {
+                many.sample_pages(std::mem::take(&mut batch));
+            }
+        }
+        many.sample_pages(batch);
+        let (one, many) = (one.finish(), many.finish());
+        assert_eq!(one.len(), 2);
+        assert_eq!(one, many);
     }
 }
