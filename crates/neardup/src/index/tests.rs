@@ -63,6 +63,13 @@ fn indexes(max_distance: u32, buffer: usize) -> Vec<Box<dyn HammingIndex>> {
             .buffer_capacity(buffer);
         out.push(Box::new(two_level.build().expect("two-level")));
     }
+    if max_distance == 3 {
+        // 56 tables: more than the exact path stages per query, so the general probe
+        // path answers exact lookups of multi-range keys.
+        let mut many = PermutedIndex::builder();
+        many.max_distance(3).blocks(8).buffer_capacity(buffer);
+        out.push(Box::new(many.build().expect("56 tables")));
+    }
     for substrings in [2, 4, 5] {
         let mut mih = MihIndex::builder();
         mih.substrings(substrings).buffer_capacity(buffer);
