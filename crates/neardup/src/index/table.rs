@@ -489,14 +489,29 @@ fn advise_huge_pages(ptr: *const u8, bytes: usize) {
 #[cfg(not(target_os = "linux"))]
 fn advise_huge_pages(_ptr: *const u8, _bytes: usize) {}
 
-/// Asks for the cache line holding `fps[at]` (and the next one: a run of ~15 fingerprints
-/// spans two), so that the lookups of all tables load in parallel.
+/// Asks for the cache line holding `items[at]` (a directory entry, a row number, an id):
+/// one line only, since every line in flight holds one of the core's few fill buffers.
 #[inline(always)]
-fn prefetch<T>(fps: &[T], at: usize) {
+fn prefetch<T>(items: &[T], at: usize) {
     #[cfg(target_arch = "x86_64")]
-    if at < fps.len() {
+    if at < items.len() {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        let line = fps[at..].as_ptr().cast::<i8>();
+        // SAFETY: prefetching has no effect on memory and never faults.
+        unsafe { _mm_prefetch(items[at..].as_ptr().cast::<i8>(), _MM_HINT_T0) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (items, at);
+}
+
+/// Asks for the cache lines holding `items[at]` and the next one (a run of ~15
+/// fingerprints spans two): the multi-index probe loop, where measured against whole-run
+/// prefetching this was faster (fewer fill buffers held per probe ahead).
+#[inline(always)]
+fn prefetch_pair<T>(items: &[T], at: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if at < items.len() {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let line = items[at..].as_ptr().cast::<i8>();
         // SAFETY: prefetching has no effect on memory; the second line may lie past the
         // slice, which a prefetch tolerates (it never faults), and `wrapping_add` keeps the
         // pointer arithmetic defined.
@@ -506,7 +521,29 @@ fn prefetch<T>(fps: &[T], at: usize) {
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = (fps, at);
+    let _ = (items, at);
+}
+
+/// Asks for every cache line of `items[start..end]`, up to four (a longer run is read
+/// sequentially, which the hardware prefetcher follows).
+#[inline(always)]
+fn prefetch_run<T>(items: &[T], start: usize, end: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if start < end && end <= items.len() {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let first = items[start..].as_ptr().cast::<i8>();
+        let bytes = (end - start) * std::mem::size_of::<T>();
+        // Lines touched: from the one holding the first byte to the one holding the last.
+        let lines = ((first as usize & 63) + bytes).div_ceil(64).min(4);
+        for line in 0..lines {
+            // SAFETY: prefetching has no effect on memory and never faults; the address
+            // lies inside (or in the last line of) the slice, and `wrapping_add` keeps the
+            // pointer arithmetic defined.
+            unsafe { _mm_prefetch(first.wrapping_add(line * 64), _MM_HINT_T0) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (items, start, end);
 }
 
 /// Sorts a slot's parallel arrays by (key, fingerprint): insertion sort for the usual two
@@ -914,15 +951,23 @@ impl TableSet {
         max_distance: u32,
         out: &mut Vec<(usize, Match)>,
     ) -> QueryStats {
-        const GROUP: usize = 8;
+        // Large enough that a stage's misses (GROUP * tables directory lines, then two to
+        // three run lines each) keep the memory system busy, small enough that the lines
+        // prefetched in one stage are still in L1/L2 when the next stage reads them.
+        const GROUP: usize = 32;
         out.clear();
         let tables = self.tables.len();
         let mut total = QueryStats::default();
         let mut runs = vec![(0usize, 0usize, 0u64); GROUP * tables];
+        // A verified hit waiting for its id: (query in group, table, position, distance).
+        let mut pending: Vec<(u32, u32, u32, u32)> = Vec::new();
+        let mut rows: Vec<u32> = Vec::new();
         let mut one = Vec::new();
         for (group_no, group) in queries.chunks(GROUP).enumerate() {
-            // Three passes over the group, as in `query_body`, so that the misses of
-            // `GROUP * tables` lookups overlap.
+            // Five stages over the whole group, each issuing the memory accesses the next
+            // one needs: directory lines, run lines, row numbers of the hits, their ids.
+            // A query's accesses are a chain of dependent misses; across the group they
+            // are independent, so every stage pays one memory latency for all of them.
             for (qi, &q) in group.iter().enumerate() {
                 for (t, table) in self.tables.iter().enumerate() {
                     let slot = table.slot(table.key.extract(q));
@@ -934,13 +979,12 @@ impl TableSet {
                 for (t, table) in self.tables.iter().enumerate() {
                     let run = &mut runs[qi * tables + t];
                     let (start, end, check) = table.locate(run.0, table.key.extract(q));
-                    prefetch(&table.fps, start);
+                    prefetch_run(&table.fps, start, end);
                     *run = (start, end, check);
                 }
             }
+            pending.clear();
             for (qi, &q) in group.iter().enumerate() {
-                one.clear();
-                let mut stats = QueryStats::default();
                 for (t, table) in self.tables.iter().enumerate() {
                     let (start, end, check) = runs[qi * tables + t];
                     self.verify_run(
@@ -951,18 +995,59 @@ impl TableSet {
                         table,
                         (start, end),
                         (q, check),
-                        &mut one,
-                        &mut stats,
+                        &mut total,
+                        |at, distance| {
+                            prefetch(&table.rows, at);
+                            pending.push((qi as u32, t as u32, at as u32, distance));
+                        },
                     );
                 }
-                self.scan_buffer(q, max_distance, &mut one, &mut stats);
-                let stats = self.finish(&mut one, stats);
-                total.add(stats);
+            }
+            rows.clear();
+            for &(_, t, at, _) in &pending {
+                let row = self.tables[t as usize].rows[at as usize];
+                prefetch(&self.row_ids, row as usize);
+                rows.push(row);
+            }
+            let mut next = pending.iter().zip(&rows).peekable();
+            for (qi, &q) in group.iter().enumerate() {
                 let at = group_no * GROUP + qi;
-                out.extend(one.iter().map(|&m| (at, m)));
+                let first = out.len();
+                while let Some((&(_, _, _, distance), &row)) =
+                    next.next_if(|((pqi, ..), _)| *pqi as usize == qi)
+                {
+                    if self.row_is_live(row) {
+                        out.push((
+                            at,
+                            Match {
+                                distance,
+                                id: self.row_ids[row as usize],
+                            },
+                        ));
+                    }
+                }
+                if !self.buffer_fps.is_empty() {
+                    one.clear();
+                    self.scan_buffer(q, max_distance, &mut one, &mut total);
+                    out.extend(one.iter().map(|&m| (at, m)));
+                }
+                if out.len() - first > 1 {
+                    out[first..].sort_unstable_by_key(|&(_, m)| m);
+                }
             }
         }
+        if total.capped_probes > 0 {
+            self.capped_total
+                .fetch_add(total.capped_probes, Ordering::Relaxed);
+        }
         total
+    }
+
+    /// Whether a row found in a table is still stored: skips the bitmap read when the
+    /// tables hold no removed rows (the common case after a merge or compaction).
+    #[inline(always)]
+    fn row_is_live(&self, row: u32) -> bool {
+        self.tombstones == 0 || is_live(&self.live, row)
     }
 
     #[inline(always)]
@@ -988,11 +1073,11 @@ impl TableSet {
                 let mut runs = [(0usize, 0usize, 0u64); EXACT_BATCH];
                 for ((run, table), &slot) in runs.iter_mut().zip(&self.tables).zip(&slots) {
                     *run = table.locate(slot, table.key.extract(q));
-                    prefetch(&table.fps, run.0);
+                    prefetch_run(&table.fps, run.0, run.1);
                 }
                 for (t, (table, &(start, end, check))) in self.tables.iter().zip(&runs).enumerate()
                 {
-                    self.verify_run(
+                    self.verify_into(
                         q,
                         max_distance,
                         radii,
@@ -1014,7 +1099,7 @@ impl TableSet {
                     let center = table.key.extract(q);
                     if radius == 0 {
                         let (start, end, check) = table.locate(table.slot(center), center);
-                        self.verify_run(
+                        self.verify_into(
                             q,
                             max_distance,
                             radii,
@@ -1038,13 +1123,13 @@ impl TableSet {
                             runs.push((start, end, table.probe_for(key), check));
                         });
                         for &(start, ..) in runs.iter().take(AHEAD) {
-                            prefetch(&table.fps, start);
+                            prefetch_pair(&table.fps, start);
                         }
                         for (i, &(start, end, probe, check)) in runs.iter().enumerate() {
                             if let Some(&(ahead, ..)) = runs.get(i + AHEAD) {
-                                prefetch(&table.fps, ahead);
+                                prefetch_pair(&table.fps, ahead);
                             }
-                            self.verify_run(
+                            self.verify_into(
                                 q,
                                 max_distance,
                                 radii,
@@ -1064,11 +1149,13 @@ impl TableSet {
         self.finish(out, stats)
     }
 
-    /// Verifies `start..end` of table `t` (one probe) and reports its new hits; entries
-    /// with `(fp ^ probe) & check != 0` have another key and are skipped.
+    /// Verifies `start..end` of table `t` (one probe) and calls `found(position,
+    /// distance)` for its new hits; entries with `(fp ^ probe) & check != 0` have another
+    /// key and are skipped, and so are hits an earlier table also reaches (it reported
+    /// them). The caller resolves a hit's row and id, at once or after a prefetch.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    fn verify_run(
+    fn verify_run<F: FnMut(usize, u32)>(
         &self,
         q: u64,
         max_distance: u32,
@@ -1077,8 +1164,8 @@ impl TableSet {
         table: &SortedTable,
         (start, mut end): (usize, usize),
         (probe, check): (u64, u64),
-        out: &mut Vec<Match>,
         stats: &mut QueryStats,
+        mut found: F,
     ) {
         stats.probes += 1;
         if let Some(cap) = self.candidate_cap {
@@ -1103,15 +1190,8 @@ impl TableSet {
                     .zip(radii)
                     .any(|(other, r)| r.is_some_and(|r| (diff & other.key.mask).count_ones() <= r)),
             };
-            if seen {
-                return;
-            }
-            let row = table.rows[start + at];
-            if is_live(&self.live, row) {
-                out.push(Match {
-                    distance,
-                    id: self.row_ids[row as usize],
-                });
+            if !seen {
+                found(start + at, distance);
             }
         };
         let run = &table.fps[start..end];
@@ -1125,6 +1205,42 @@ impl TableSet {
         } else {
             scan(run, q, max_distance, hit);
         }
+    }
+
+    /// Verifies one probe and reports its new hits into `out` at once.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn verify_into(
+        &self,
+        q: u64,
+        max_distance: u32,
+        radii: Radii<'_>,
+        t: usize,
+        table: &SortedTable,
+        range: (usize, usize),
+        key: (u64, u64),
+        out: &mut Vec<Match>,
+        stats: &mut QueryStats,
+    ) {
+        self.verify_run(
+            q,
+            max_distance,
+            radii,
+            t,
+            table,
+            range,
+            key,
+            stats,
+            |at, distance| {
+                let row = table.rows[at];
+                if self.row_is_live(row) {
+                    out.push(Match {
+                        distance,
+                        id: self.row_ids[row as usize],
+                    });
+                }
+            },
+        );
     }
 
     /// Answers by scanning every row (used when probing would cost more than a scan).
