@@ -346,3 +346,49 @@ fn raw_zstd_frame(data: &[u8]) -> Vec<u8> {
     f.extend_from_slice(data);
     f
 }
+
+#[test]
+fn kept_lines_are_the_input_objects_with_the_cluster_keys_set_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = prose(1);
+    let b = format!("{a} Updated.");
+    // Key order, escapes, unicode, nested values and spacing as written; an input copy of a
+    // key kept.jsonl sets is replaced, never duplicated.
+    let input = format!(
+        "{}\n{}\n{{ \"id\" : \"c\", \"body_text\" : {}, \"meta\": {{\"n\": [1, 2.5e3, null]}}, \"note\": \"caf\\u00e9 \\\"q\\\"\" }}\n",
+        serde_json::json!({"id": "a", "url": "https://x.example/a", "body_text": a, "cluster_size": 99}),
+        serde_json::json!({"id": "b", "url": "https://y.example/b", "body_text": b, "source_urls": ["stale"]}),
+        serde_json::to_string(&prose(2)).unwrap(),
+    );
+    std::fs::write(dir.path().join("in.jsonl"), input).unwrap();
+    let run = neardup(
+        dir.path(),
+        &[
+            "dedup", "--jsonl", "in.jsonl", "--out", "out", "--store", "s.db", "--quiet",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let raw = std::fs::read_to_string(dir.path().join("out/kept.jsonl")).unwrap();
+    let kept: Vec<&str> = raw.lines().collect();
+    assert_eq!(kept.len(), 2, "{raw}");
+    assert_eq!(raw.matches("\"cluster_size\"").count(), 2, "{raw}");
+    assert_eq!(raw.matches("\"source_urls\"").count(), 2, "{raw}");
+    let first: Value = serde_json::from_str(kept[0]).unwrap();
+    assert_eq!(first["id"], "a");
+    assert_eq!(first["cluster_size"], 2);
+    assert_eq!(
+        first["source_urls"],
+        serde_json::json!(["https://x.example/a", "https://y.example/b"])
+    );
+    // The third record is written as read, with the added keys after its own.
+    assert!(
+        kept[1].starts_with("{ \"id\" : \"c\", \"body_text\" : "),
+        "{}",
+        kept[1]
+    );
+    assert!(kept[1]
+        .contains("\"meta\": {\"n\": [1, 2.5e3, null]}, \"note\": \"caf\\u00e9 \\\"q\\\"\","));
+    let third: Value = serde_json::from_str(kept[1]).unwrap();
+    assert_eq!(third["note"], "café \"q\"");
+    assert_eq!(third["cluster_size"], 1);
+}

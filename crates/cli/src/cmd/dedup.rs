@@ -417,13 +417,90 @@ fn convert(r: input::Record, args: &InputArgs) -> Result<Pending, Reject> {
             })
             .collect(),
     };
-    let object = r.object.map(|mut o| {
-        for k in KEPT_KEYS {
-            o.remove(k);
-        }
-        serde_json::to_string(&o).expect("JSON values serialise")
-    });
+    let object = r
+        .object
+        .map(without_kept_keys)
+        .transpose()
+        .map_err(|reason| Reject {
+            origin: r.origin.clone(),
+            reason,
+        })?;
     Ok((record, object, r.origin.to_string()))
+}
+
+/// A record's JSON object (valid, as read) without the keys kept.jsonl sets. Objects that
+/// cannot hold one of them (the common case) are kept as read, only trimmed.
+fn without_kept_keys(object: String) -> Result<String, String> {
+    let quoted = |k: &str| format!("\"{k}\"");
+    if !KEPT_KEYS.iter().any(|k| object.contains(&quoted(k))) {
+        let trimmed = object.trim();
+        return Ok(if trimmed.len() == object.len() {
+            object
+        } else {
+            trimmed.to_owned()
+        });
+    }
+    let mut o: serde_json::Map<String, Value> =
+        serde_json::from_str(&object).map_err(|e| format!("malformed JSON: {e}"))?;
+    for k in KEPT_KEYS {
+        o.remove(k);
+    }
+    serde_json::to_string(&o).map_err(|e| format!("cannot write the record back: {e}"))
+}
+
+/// A spooled record's kept.jsonl line, with its id, when it survives: its object with the
+/// cluster's keys added.
+fn render_kept(
+    line: &str,
+    deduper: &Deduper<Box<dyn Store>>,
+) -> anyhow::Result<Option<(String, Vec<u8>)>> {
+    let mut parts = line.splitn(4, '\t');
+    let (Some(id), Some(origin), Some(language), Some(object)) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        bail!("a line has fewer than 4 fields");
+    };
+    let id: String = serde_json::from_str(id)?;
+    let Some(cluster) = deduper.cluster_of(&id) else {
+        return Ok(None);
+    };
+    if cluster.survivor != id {
+        return Ok(None);
+    }
+    let mut added = format!(
+        "\"source_urls\":{},\"first_seen\":{},\"cluster_size\":{},\"neardup_fingerprint\":{}",
+        serde_json::to_string(&cluster.source_urls)?,
+        serde_json::to_string(&cluster.first_seen.to_rfc3339())?,
+        cluster.members.len(),
+        serde_json::to_string(&deduper.fingerprint_of(&id))?,
+    );
+    if language != "null" {
+        added.push_str(",\"neardup_language\":");
+        added.push_str(language);
+    }
+    let mut out = Vec::with_capacity(object.len() + added.len() + 64);
+    if object == "null" {
+        write!(
+            out,
+            "{{\"id\":{},\"source\":{origin},{added}}}",
+            serde_json::to_string(&id)?
+        )?;
+    } else {
+        // The object as read (its own copies of the added keys were removed before it was
+        // spooled): up to its closing brace, then ours.
+        let body = object
+            .strip_suffix('}')
+            .context("a spooled object is not a JSON object")?
+            .trim_end();
+        out.extend_from_slice(body.as_bytes());
+        if !body.ends_with('{') {
+            out.push(b',');
+        }
+        out.extend_from_slice(added.as_bytes());
+        out.push(b'}');
+    }
+    out.push(b'\n');
+    Ok(Some((id, out)))
 }
 
 fn learn_boilerplate(
@@ -653,55 +730,37 @@ impl RunState {
         let spool = BufReader::new(File::open(dir.join(".kept.spool"))?);
         let mut kept = 0u64;
         let mut written: HashSet<String> = HashSet::new();
-        for line in spool.lines() {
-            let line = line?;
-            let mut parts = line.splitn(4, '\t');
-            let (Some(id), Some(origin), Some(language), Some(object)) =
-                (parts.next(), parts.next(), parts.next(), parts.next())
-            else {
-                bail!("corrupt spool line in {}", dir.display());
-            };
-            let id: String = serde_json::from_str(id)?;
-            let Some(cluster) = deduper.cluster_of(&id) else {
-                continue;
-            };
-            if cluster.survivor != id || !written.insert(id.clone()) {
-                continue;
+        // Lines are rendered in parallel, chunk by chunk, and written in spool order.
+        let mut lines = spool.lines();
+        loop {
+            let chunk: Vec<String> = lines.by_ref().take(8192).collect::<Result<_, _>>()?;
+            if chunk.is_empty() {
+                break;
             }
-            let mut added = format!(
-                "\"source_urls\":{},\"first_seen\":{},\"cluster_size\":{},\"neardup_fingerprint\":{}",
-                serde_json::to_string(&cluster.source_urls)?,
-                serde_json::to_string(&cluster.first_seen.to_rfc3339())?,
-                cluster.members.len(),
-                serde_json::to_string(&deduper.fingerprint_of(&id))?,
-            );
-            if language != "null" {
-                added.push_str(",\"neardup_language\":");
-                added.push_str(language);
+            let rendered: Vec<Option<(String, Vec<u8>)>> = chunk
+                .par_iter()
+                .map(|line| render_kept(line, deduper))
+                .collect::<anyhow::Result<_>>()
+                .with_context(|| format!("corrupt spool in {}", dir.display()))?;
+            for (id, bytes) in rendered.into_iter().flatten() {
+                if written.insert(id) {
+                    kept_out.write_all(&bytes)?;
+                    kept += 1;
+                }
             }
-            // Splice the added keys into the serialised object (its own copies of those
-            // keys were removed before it was spooled).
-            let out_line = if object == "null" {
-                format!(
-                    "{{\"id\":{},\"source\":{origin},{added}}}",
-                    serde_json::to_string(&id)?
-                )
-            } else if object == "{}" {
-                format!("{{{added}}}")
-            } else {
-                format!("{},{added}}}", &object[..object.len() - 1])
-            };
-            kept_out.write_all(out_line.as_bytes())?;
-            kept_out.write_all(b"\n")?;
-            kept += 1;
         }
         kept_out.flush()?;
         let mut clusters_out = BufWriter::new(File::create(dir.join("clusters.jsonl"))?);
         let mut by_survivor: HashMap<String, neardup::pipeline::ClusterView> = HashMap::new();
         let mut order = Vec::new();
         let mut merged = 0u64;
-        for id in &self.run_ids {
-            let Some(c) = deduper.cluster_of(id) else {
+        let views: Vec<Option<neardup::pipeline::ClusterView>> = self
+            .run_ids
+            .par_iter()
+            .map(|id| deduper.cluster_of(id))
+            .collect();
+        for (id, view) in self.run_ids.iter().zip(views) {
+            let Some(c) = view else {
                 continue;
             };
             if c.survivor != *id {
