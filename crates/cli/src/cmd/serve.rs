@@ -28,7 +28,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use clap::Args;
-use neardup::{Deduper, Field, Record, Scratch, Store, Timestamp};
+use neardup::pipeline::PreparedRecord;
+use neardup::{Deduper, Record, Scratch, Store, Timestamp};
 use parking_lot::{Mutex, RwLock};
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
@@ -128,6 +129,7 @@ fn parse_field_weight(s: &str) -> Result<(String, u32), String> {
 /// What every handler shares.
 struct Inner {
     deduper: Shared,
+    analysis: writer::Analysis,
     /// The writer's queue; taken at shutdown so the writer drains it and stops.
     jobs: Mutex<Option<mpsc::Sender<Job>>>,
     writer: Arc<WriterState>,
@@ -160,6 +162,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     let deduper = open(args).with_context(|| format!("opening store {}", args.store.display()))?;
     let records = deduper.stats().records;
+    let analysis = writer::Analysis::new(&deduper);
     let deduper: Shared = Arc::new(RwLock::new(deduper));
     let metrics = Arc::new(Metrics::default());
     let writer_state = Arc::new(WriterState {
@@ -169,7 +172,12 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     });
     let (tx, rx) = mpsc::channel();
     let writer = {
-        let (d, s, m) = (deduper.clone(), writer_state.clone(), metrics.clone());
+        let (d, a, s, m) = (
+            deduper.clone(),
+            analysis.clone(),
+            writer_state.clone(),
+            metrics.clone(),
+        );
         let config = WriterConfig {
             max_group: args.max_group,
             window: args.window,
@@ -177,11 +185,12 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         };
         std::thread::Builder::new()
             .name("neardup-writer".into())
-            .spawn(move || writer::run(d, rx, config, s, m))
+            .spawn(move || writer::run(d, a, rx, config, s, m))
             .context("starting the writer thread")?
     };
     let app: App = Arc::new(Inner {
         deduper,
+        analysis,
         jobs: Mutex::new(Some(tx)),
         writer: writer_state,
         metrics,
@@ -510,12 +519,32 @@ async fn post_query(State(app): State<App>, body: Body) -> Result<Response, ApiE
     } else {
         Cost::Short
     };
-    let answers = read(&app, cost, move |d| {
+    // Analysis outside the lock: here for one record, on the blocking pool for a batch.
+    let analyzer = app.analysis.get();
+    let analyse = move |records: Vec<Record>| {
         let mut scratch = Scratch::default();
-        records
+        let prepared: Vec<PreparedRecord> = records
             .iter()
-            .map(|r| query_one(d, r, &mut scratch))
-            .collect::<Vec<_>>()
+            .map(|r| analyzer.prepare_one(r, &mut scratch))
+            .collect();
+        (records, prepared, analyzer)
+    };
+    let (records, prepared, analyzer) = if cost == Cost::Short {
+        analyse(records)
+    } else {
+        tokio::task::spawn_blocking(move || analyse(records))
+            .await
+            .map_err(|e| ApiError::internal(format!("analysis failed: {e}")))?
+    };
+    let shared = app.analysis.clone();
+    let answers = read(&app, cost, move |d| {
+        let answers = records
+            .iter()
+            .zip(prepared)
+            .map(|(r, p)| query_one(d, r, p))
+            .collect::<Vec<_>>();
+        shared.refresh(d, &analyzer);
+        answers
     })
     .await?;
     for a in &answers {
@@ -531,42 +560,26 @@ async fn post_query(State(app): State<App>, body: Body) -> Result<Response, ApiE
     Ok(Json(answer).into_response())
 }
 
-/// The answer an insert of `r` would get now.
-fn query_one(d: &Deduper<Box<dyn Store>>, r: &Record, scratch: &mut Scratch) -> Answer {
+/// The answer an insert of `r` (analysed as `prepared`) would get now.
+fn query_one(d: &Deduper<Box<dyn Store>>, r: &Record, prepared: PreparedRecord) -> Answer {
     let mut a = Answer::blank(&r.id, "new");
     // The fingerprint and length as the pipeline computes them (host boilerplate removed,
-    // or the whole text when nothing else is left).
-    let fields: Vec<Field<'_>> = r
-        .fields
-        .iter()
-        .map(|f| Field::weighted(&f.text, f.weight.max(1)))
-        .collect();
-    let host = r.effective_host();
-    let boilerplate = host.as_deref().and_then(|h| d.boilerplate_of(h));
-    let analysis = match d.hasher().analyze(&fields, boilerplate, scratch) {
-        Err(neardup::Error::EmptyFeatureBag { .. }) if boilerplate.is_some() => {
-            d.hasher().analyze(&fields, None, scratch)
-        }
-        other => other,
-    };
-    let analysis = match analysis {
-        Ok(analysis) => analysis,
-        Err(neardup::Error::EmptyFeatureBag { .. }) => {
-            a.decision = "rejected";
-            a.error = Some("no words to fingerprint".into());
-            return a;
-        }
-        Err(e) => {
-            a.decision = "rejected";
-            a.error = Some(e.to_string());
-            return a;
-        }
+    // or the whole text when nothing else is left; character n-grams for short text).
+    let (Some(fingerprint), Some(tokens)) = (prepared.fingerprint(), prepared.tokens()) else {
+        a.decision = "rejected";
+        a.error = Some(
+            prepared
+                .rejection()
+                .unwrap_or("cannot be analysed")
+                .to_owned(),
+        );
+        return a;
     };
     a.fingerprint = Some(match d.hasher().profile().bits() {
-        neardup::FingerprintBits::Bits64 => format!("{:016x}", analysis.fingerprint.value() as u64),
-        neardup::FingerprintBits::Bits128 => format!("{:032x}", analysis.fingerprint.value()),
+        neardup::FingerprintBits::Bits64 => format!("{:016x}", fingerprint as u64),
+        neardup::FingerprintBits::Bits128 => format!("{fingerprint:032x}"),
     });
-    let matches = match d.query(r) {
+    let matches = match d.query_prepared(r, prepared) {
         Ok(m) => m,
         Err(e) => {
             a.decision = "rejected";
@@ -575,7 +588,7 @@ fn query_one(d: &Deduper<Box<dyn Store>>, r: &Record, scratch: &mut Scratch) -> 
         }
     };
     let Some((best, scores)) = matches.first() else {
-        if analysis.token_count < d.rule().min_words {
+        if tokens < d.rule().min_words {
             a.decision = "too_short";
         }
         return a;

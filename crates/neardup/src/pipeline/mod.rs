@@ -64,28 +64,67 @@ const MAX_LOGGED_REJECTIONS: usize = 8;
 /// Candidates with their scores, by handle.
 type Scored = Vec<(u64, Scores)>;
 
-/// A record analysed by [`Analyzer::prepare`], waiting for
-/// [`Deduper::process_prepared`].
+/// A record analysed by an [`Analyzer`], waiting for [`Deduper::process_prepared`] or
+/// [`Deduper::query_prepared`].
 #[derive(Debug)]
-pub struct PreparedRecord(Result<Prepared, String>);
+pub struct PreparedRecord {
+    analysis: Result<Prepared, String>,
+    /// The deduper's boilerplate generation the analysis saw.
+    generation: u64,
+}
 
-/// Analysis apart from the deduper: see [`Deduper::analyzer`].
+impl PreparedRecord {
+    /// Its fingerprint's value, unless the record cannot be used.
+    pub fn fingerprint(&self) -> Option<u128> {
+        self.analysis.as_ref().ok().map(|p| p.fingerprint)
+    }
+
+    /// Its word count, unless the record cannot be used.
+    pub fn tokens(&self) -> Option<usize> {
+        self.analysis.as_ref().ok().map(|p| p.tokens)
+    }
+
+    /// Why the record cannot be used (no words to fingerprint, for one), if it cannot.
+    pub fn rejection(&self) -> Option<&str> {
+        self.analysis.as_ref().err().map(String::as_str)
+    }
+}
+
+/// Analysis apart from the deduper, so it can run on other threads and outside any lock
+/// around the deduper: see [`Deduper::analyzer`].
 #[derive(Debug, Clone)]
 pub struct Analyzer {
     hasher: SimHasher,
     short: Option<(SimHasher, usize)>,
     hosts: HashMap<String, HostState>,
+    generation: u64,
 }
 
 impl Analyzer {
-    /// Analyses records in parallel (normalise, shingle, fingerprint, content hash).
-    pub fn prepare(&self, records: &[Record]) -> Vec<PreparedRecord> {
+    fn as_ref(&self) -> AnalyzerRef<'_> {
         AnalyzerRef {
             hasher: &self.hasher,
             short: self.short.as_ref().map(|(h, w)| (h, *w)),
             hosts: &self.hosts,
+            generation: self.generation,
         }
-        .prepare(records)
+    }
+
+    /// Analyses records in parallel (normalise, shingle, fingerprint, content hash).
+    pub fn prepare(&self, records: &[Record]) -> Vec<PreparedRecord> {
+        self.as_ref().prepare(records)
+    }
+
+    /// Analyses one record on this thread.
+    pub fn prepare_one(&self, record: &Record, scratch: &mut Scratch) -> PreparedRecord {
+        self.as_ref().prepare_one(record, scratch)
+    }
+
+    /// The deduper's boilerplate generation this copy was taken at: when
+    /// [`Deduper::analyzer_generation`] has moved on, take a new copy (records analysed
+    /// by this one are analysed again when they are processed).
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 }
 
@@ -94,16 +133,22 @@ struct AnalyzerRef<'a> {
     hasher: &'a SimHasher,
     short: Option<(&'a SimHasher, usize)>,
     hosts: &'a HashMap<String, HostState>,
+    generation: u64,
 }
 
 impl AnalyzerRef<'_> {
     fn prepare(&self, records: &[Record]) -> Vec<PreparedRecord> {
         records
             .par_iter()
-            .map_init(Scratch::default, |scratch, r| {
-                PreparedRecord(prepare(self.hasher, self.short, self.hosts, r, scratch))
-            })
+            .map_init(Scratch::default, |scratch, r| self.prepare_one(r, scratch))
             .collect()
+    }
+
+    fn prepare_one(&self, record: &Record, scratch: &mut Scratch) -> PreparedRecord {
+        PreparedRecord {
+            analysis: prepare(self.hasher, self.short, self.hosts, record, scratch),
+            generation: self.generation,
+        }
     }
 }
 
@@ -267,6 +312,7 @@ impl DeduperBuilder {
             by_content: HashMap::with_capacity(stored.len()),
             members: HashMap::new(),
             hosts: HashMap::new(),
+            generation: 0,
             next_handle: 1,
             pending: HashMap::new(),
             poisoned: false,
@@ -313,6 +359,8 @@ pub struct Deduper<S: Store> {
     /// Survivor handle -> member handles (survivor included).
     members: HashMap<u64, Vec<u64>>,
     hosts: HashMap<String, HostState>,
+    /// Bumped whenever `hosts` changes, so analyses made with older boilerplate are redone.
+    generation: u64,
     next_handle: u64,
     /// Shingle sets of records not yet committed.
     pending: HashMap<u64, Vec<u32>>,
@@ -423,6 +471,7 @@ impl<S: Store> Deduper<S> {
                     set,
                 },
             );
+            self.generation += 1;
         }
     }
 
@@ -483,6 +532,7 @@ impl<S: Store> Deduper<S> {
         for (host, b) in batch.boilerplate {
             let set = Arc::new(Boilerplate::from_hashes(b.shingles.iter().copied()));
             self.hosts.insert(host, HostState { stored: b, set });
+            self.generation += 1;
         }
         Ok(())
     }
@@ -648,7 +698,23 @@ impl<S: Store> Deduper<S> {
     /// A record with no words; index and store failures.
     pub fn query(&self, record: &Record) -> Result<Vec<(String, Scores)>> {
         let prepared = self
-            .prepare(record, &mut Scratch::default())
+            .analyzer_ref()
+            .prepare_one(record, &mut Scratch::default());
+        self.query_prepared(record, prepared)
+    }
+
+    /// [`query`](Self::query) for a record analysed already (by an [`Analyzer`], outside
+    /// whatever lock guards this deduper).
+    ///
+    /// # Errors
+    /// As [`query`](Self::query).
+    pub fn query_prepared(
+        &self,
+        record: &Record,
+        prepared: PreparedRecord,
+    ) -> Result<Vec<(String, Scores)>> {
+        let prepared = self
+            .current(record, prepared)
             .map_err(|reason| Error::InvalidConfig {
                 field: "text",
                 value: record.id.clone(),
@@ -706,7 +772,14 @@ impl<S: Store> Deduper<S> {
             hasher: self.hasher.clone(),
             short: self.short_hasher.clone().map(|h| (h, self.rule.min_words)),
             hosts: self.hosts.clone(),
+            generation: self.generation,
         }
+    }
+
+    /// The boilerplate generation: it moves whenever a host's boilerplate changes (learned
+    /// here or committed by another process), which makes older [`Analyzer`] copies stale.
+    pub fn analyzer_generation(&self) -> u64 {
+        self.generation
     }
 
     fn analyzer_ref(&self) -> AnalyzerRef<'_> {
@@ -714,6 +787,17 @@ impl<S: Store> Deduper<S> {
             hasher: &self.hasher,
             short: self.short_hasher.as_ref().map(|h| (h, self.rule.min_words)),
             hosts: &self.hosts,
+            generation: self.generation,
+        }
+    }
+
+    /// The analysis of `record` as this deduper makes it now: `prepared` itself, unless it
+    /// was made with boilerplate that has changed since.
+    fn current(&self, record: &Record, prepared: PreparedRecord) -> Result<Prepared, String> {
+        if prepared.generation == self.generation {
+            prepared.analysis
+        } else {
+            self.prepare(record, &mut Scratch::default())
         }
     }
 
@@ -733,8 +817,13 @@ impl<S: Store> Deduper<S> {
     ) -> Result<Vec<Outcome>> {
         assert_eq!(records.len(), prepared.len(), "one analysis per record");
         self.check()?;
-        let prepared: Vec<Result<Prepared, String>> = prepared.into_iter().map(|p| p.0).collect();
         self.exclusive(|d, batch| {
+            // After the sync: boilerplate another process committed may have changed.
+            let prepared: Vec<Result<Prepared, String>> = records
+                .iter()
+                .zip(prepared)
+                .map(|(r, p)| d.current(r, p))
+                .collect();
             d.grow_index_for(records.len())?;
             d.decide_all(records, prepared, now, batch)
         })

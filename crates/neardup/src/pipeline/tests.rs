@@ -332,11 +332,26 @@ fn learned_boilerplate_is_excluded() {
     for i in 0..30 {
         learner.add_page("site.example", &h.shingle_set(&page(&doc(100 + i, 40))));
     }
+    // An analyzer copied before the boilerplate was learned is stale afterwards: what it
+    // prepared is analysed again, so the decisions are those of the current boilerplate.
+    let stale = d.analyzer();
     d.learn_boilerplate(learner.finish()).unwrap();
     assert!(d
         .boilerplate_of("site.example")
         .is_some_and(|b| b.len() > 50));
-    let out = d.process(&pages, t(NOW)).unwrap();
+    assert_ne!(stale.generation(), d.analyzer_generation());
+    let early = stale.prepare(&pages);
+    let fresh = d.analyzer().prepare(&pages);
+    assert_ne!(early[1].fingerprint(), fresh[1].fingerprint());
+    assert_eq!(
+        d.query_prepared(
+            &pages[1],
+            stale.prepare_one(&pages[1], &mut Default::default())
+        )
+        .unwrap(),
+        d.query(&pages[1]).unwrap()
+    );
+    let out = d.process_prepared(&pages, early, t(NOW)).unwrap();
     assert!(
         matches!(out[1].decision, Decision::Kept { .. }),
         "{:?}",

@@ -99,10 +99,6 @@ impl SqliteStore {
         // Shingle sets are a few KiB each: 16 KiB pages keep most in one page instead of an
         // overflow chain of 4 KiB ones (takes effect only when the file is created).
         conn.pragma_update(None, "page_size", 16384).map_err(err)?;
-        // Verification reads shingle sets all over the file: a 64 MiB page cache (default
-        // 2 MiB) keeps the recent ones.
-        conn.pragma_update(None, "cache_size", -65536)
-            .map_err(err)?;
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(err)?;
         // FULL: a committed transaction survives power loss, not only a process crash.

@@ -13,8 +13,9 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use neardup::pipeline::Analyzer;
 use neardup::{Deduper, Record, Store, Timestamp};
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 use tokio::sync::oneshot;
 
 use super::api::Answer;
@@ -22,6 +23,33 @@ use super::metrics::Metrics;
 
 /// The shared pipeline: readers take the read lock, the writer thread the write lock.
 pub type Shared = Arc<RwLock<Deduper<Box<dyn Store>>>>;
+
+/// A copy of the pipeline's analysis state, so that records are analysed before any lock
+/// is taken; replaced when the pipeline's boilerplate changes (records analysed with an
+/// old copy are analysed again under the lock, so a stale copy costs time, never answers).
+#[derive(Clone)]
+pub struct Analysis(Arc<Mutex<Arc<Analyzer>>>);
+
+impl Analysis {
+    pub fn new(d: &Deduper<Box<dyn Store>>) -> Analysis {
+        Analysis(Arc::new(Mutex::new(Arc::new(d.analyzer()))))
+    }
+
+    /// The current copy.
+    pub fn get(&self) -> Arc<Analyzer> {
+        self.0.lock().clone()
+    }
+
+    /// Takes a new copy if `used` is older than the pipeline's boilerplate.
+    pub fn refresh(&self, d: &Deduper<Box<dyn Store>>, used: &Analyzer) {
+        if used.generation() != d.analyzer_generation() {
+            let mut current = self.0.lock();
+            if current.generation() != d.analyzer_generation() {
+                *current = Arc::new(d.analyzer());
+            }
+        }
+    }
+}
 
 /// A change for the writer thread.
 pub enum Job {
@@ -87,6 +115,7 @@ impl Recent {
 /// The writer thread's body; returns when every sender is dropped and the queue is empty.
 pub fn run(
     deduper: Shared,
+    analysis: Analysis,
     jobs: Receiver<Job>,
     config: WriterConfig,
     state: Arc<WriterState>,
@@ -94,6 +123,7 @@ pub fn run(
 ) {
     let mut w = Writer {
         deduper,
+        analysis,
         state,
         metrics,
         recent: Recent {
@@ -154,6 +184,7 @@ type InsertReply = oneshot::Sender<Result<Vec<Answer>, String>>;
 
 struct Writer {
     deduper: Shared,
+    analysis: Analysis,
     state: Arc<WriterState>,
     metrics: Arc<Metrics>,
     recent: Recent,
@@ -203,9 +234,15 @@ impl Writer {
         }
         let started = Instant::now();
         let now = Timestamp::now();
+        // Analysis (the costly part) runs before the write lock is taken, so readers wait
+        // only for the decisions and the commit.
+        let analyzer = self.analysis.get();
+        let prepared = analyzer.prepare(&records);
         let result = {
             let mut d = self.deduper.write();
-            d.process(&records, now)
+            let result = d.process_prepared(&records, prepared, now);
+            self.analysis.refresh(&d, &analyzer);
+            result
         };
         match result {
             Err(e) => {
