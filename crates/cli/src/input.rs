@@ -431,7 +431,7 @@ impl<'a> Members<'a> {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members<'de>, A::Error> {
                 let mut members = Vec::new();
-                while let Some(Key(key)) = map.next_key()? {
+                while let Some(CowStr(key)) = map.next_key()? {
                     members.push((key, map.next_value()?));
                 }
                 Ok(Members(members))
@@ -473,16 +473,7 @@ impl<'a> Members<'a> {
     }
 }
 
-/// A map key, borrowed from the line unless it holds escapes.
-struct Key<'a>(Cow<'a, str>);
-
-impl<'de> Deserialize<'de> for Key<'de> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_str(CowVisitor).map(Key)
-    }
-}
-
-/// A string value, borrowed from the line unless it holds escapes.
+/// A string (a key or a value), borrowed from the line unless it holds escapes.
 struct CowStr<'a>(Cow<'a, str>);
 
 impl<'de> Deserialize<'de> for CowStr<'de> {

@@ -225,7 +225,6 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
     // lines in chunks; an analysis thread parses, converts and analyses each chunk on the
     // rayon pool; this thread decides and commits the chunks in input order. Analysis may
     // run up to two chunks ahead, so neither stage waits for the other chunk by chunk.
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<input::Item>>(2);
     let (analysed_tx, analysed_rx) = std::sync::mpsc::sync_channel::<Analysed>(2);
     let input_args = &args.input;
     let batch_size = args.batch_size;
@@ -237,23 +236,7 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
         .build()
         .context("starting the analysis threads")?;
     std::thread::scope(|scope| -> anyhow::Result<()> {
-        let reader = scope.spawn(move || -> anyhow::Result<()> {
-            let mut chunk = Vec::with_capacity(batch_size);
-            input::for_each_item(input_args, |item| {
-                chunk.push(item);
-                if chunk.len() >= batch_size {
-                    let full = std::mem::replace(&mut chunk, Vec::with_capacity(batch_size));
-                    if tx.send(full).is_err() {
-                        bail!("deduplication stopped");
-                    }
-                }
-                Ok(())
-            })?;
-            if !chunk.is_empty() {
-                let _ = tx.send(chunk);
-            }
-            Ok(())
-        });
+        let (reader, rx) = spawn_reader(scope, input_args, batch_size);
         let analyzer = &analyzer;
         let pool = &analysis_pool;
         scope.spawn(move || {
@@ -448,6 +431,37 @@ fn without_kept_keys(object: String) -> Result<String, String> {
     serde_json::to_string(&o).map_err(|e| format!("cannot write the record back: {e}"))
 }
 
+/// A reader thread streaming the input in chunks of `size` raw items through a channel
+/// that holds two chunks; it stops early when the receiver is dropped.
+fn spawn_reader<'scope>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    input_args: &'scope InputArgs,
+    size: usize,
+) -> (
+    std::thread::ScopedJoinHandle<'scope, anyhow::Result<()>>,
+    std::sync::mpsc::Receiver<Vec<input::Item>>,
+) {
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<input::Item>>(2);
+    let reader = scope.spawn(move || -> anyhow::Result<()> {
+        let mut chunk = Vec::with_capacity(size);
+        input::for_each_item(input_args, |item| {
+            chunk.push(item);
+            if chunk.len() >= size {
+                let full = std::mem::replace(&mut chunk, Vec::with_capacity(size));
+                if tx.send(full).is_err() {
+                    bail!("reading stopped: the consumer gave up");
+                }
+            }
+            Ok(())
+        })?;
+        if !chunk.is_empty() {
+            let _ = tx.send(chunk);
+        }
+        Ok(())
+    });
+    (reader, rx)
+}
+
 /// A spooled record's kept.jsonl line, with its id, when it survives: its object with the
 /// cluster's keys added.
 fn render_kept(
@@ -517,25 +531,8 @@ fn learn_boilerplate(
     // A reader thread streams chunks of raw lines. Hosts come from a light parse of each
     // line; only the pages a host still samples are parsed whole and shingled, in
     // parallel, and the learner counts each host's pages in parallel too.
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<input::Item>>(2);
     std::thread::scope(|scope| -> anyhow::Result<()> {
-        let reader = scope.spawn(move || -> anyhow::Result<()> {
-            let mut chunk = Vec::with_capacity(4096);
-            input::for_each_item(input_args, |item| {
-                chunk.push(item);
-                if chunk.len() >= 4096 {
-                    let full = std::mem::replace(&mut chunk, Vec::with_capacity(4096));
-                    if tx.send(full).is_err() {
-                        bail!("boilerplate learning stopped");
-                    }
-                }
-                Ok(())
-            })?;
-            if !chunk.is_empty() {
-                let _ = tx.send(chunk);
-            }
-            Ok(())
-        });
+        let (reader, rx) = spawn_reader(scope, input_args, 4096);
         let mut seen = 0u64;
         for chunk in rx {
             seen += chunk.len() as u64;
