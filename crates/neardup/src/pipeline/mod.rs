@@ -21,7 +21,7 @@ pub use decision::{
 pub use reevaluate::Change;
 
 use crate::fingerprint::{Field, FingerprintBits, Scratch, SimHasher};
-use crate::index::{AutoIndex, HammingIndex, IndexStats};
+use crate::index::{AutoIndex, HammingIndex, IndexStats, Match};
 use crate::record::{Record, Timestamp};
 use crate::store::{
     Arrival, Batch, Features, HostBoilerplate, MergeLogEntry, NewRecord, Rejection, Store,
@@ -63,6 +63,30 @@ const MAX_LOGGED_REJECTIONS: usize = 8;
 
 /// Candidates with their scores, by handle.
 type Scored = Vec<(u64, Scores)>;
+
+/// The maps over every stored record (a million entries and more, touched several times
+/// per decision): foldhash, several times cheaper than SipHash for integer keys, and
+/// seeded per process (ids come from users).
+type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
+/// Which Hamming index a record is searched in and stored in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum IndexKind {
+    Words,
+    Chars,
+}
+
+/// A record's index hits among the records stored before its group, with the Jaccard
+/// similarity of each (`None`: the candidate's set is gone).
+struct Presearched {
+    hits: Vec<Match>,
+    known: Vec<(u64, Option<f64>)>,
+}
+
+/// Records searched in parallel before being decided one by one: large enough to keep
+/// every thread busy, small enough that scanning the window's own records (each record is
+/// compared with those decided before it in the window) stays negligible.
+const PRESEARCH_WINDOW: usize = 1024;
 
 /// A record analysed by an [`Analyzer`], waiting for [`Deduper::process_prepared`] or
 /// [`Deduper::query_prepared`].
@@ -307,14 +331,15 @@ impl DeduperBuilder {
             index: AutoIndex::for_size(expected, self.rule.max_distance)?,
             short_index: AutoIndex::for_size(1024, short_radius)?,
             short_planned_for: 1024,
-            meta: HashMap::with_capacity(stored.len()),
-            by_id: HashMap::with_capacity(stored.len()),
-            by_content: HashMap::with_capacity(stored.len()),
-            members: HashMap::new(),
+            meta: FastMap::with_capacity_and_hasher(stored.len(), Default::default()),
+            by_id: FastMap::with_capacity_and_hasher(stored.len(), Default::default()),
+            by_content: FastMap::with_capacity_and_hasher(stored.len(), Default::default()),
+            members: FastMap::default(),
             hosts: HashMap::new(),
             generation: 0,
             next_handle: 1,
-            pending: HashMap::new(),
+            pending: FastMap::default(),
+            group: Vec::new(),
             poisoned: false,
         };
         let (mut words, mut chars) = (Vec::new(), Vec::new());
@@ -353,17 +378,19 @@ pub struct Deduper<S: Store> {
     short_index: AutoIndex,
     short_planned_for: u64,
     index_planned_for: u64,
-    meta: HashMap<u64, Meta>,
-    by_id: HashMap<Arc<str>, u64>,
-    by_content: HashMap<u128, u64>,
+    meta: FastMap<u64, Meta>,
+    by_id: FastMap<Arc<str>, u64>,
+    by_content: FastMap<u128, u64>,
     /// Survivor handle -> member handles (survivor included).
-    members: HashMap<u64, Vec<u64>>,
+    members: FastMap<u64, Vec<u64>>,
     hosts: HashMap<String, HostState>,
     /// Bumped whenever `hosts` changes, so analyses made with older boilerplate are redone.
     generation: u64,
     next_handle: u64,
     /// Shingle sets of records not yet committed.
-    pending: HashMap<u64, Vec<u32>>,
+    pending: FastMap<u64, Vec<u32>>,
+    /// Records indexed so far in the window being decided: (handle, indexed bits, index).
+    group: Vec<(u64, u64, IndexKind)>,
     poisoned: bool,
 }
 
@@ -606,11 +633,9 @@ impl<S: Store> Deduper<S> {
             .collect())
     }
 
-    /// Verified near-duplicates of an analysed record among stored ones, best first:
-    /// highest Jaccard, then smallest distance, then oldest handle. Failing candidates are
-    /// returned apart, with their scores.
-    fn verify_candidates(&self, prepared: &Prepared) -> Result<(Scored, Scored)> {
-        let (index, max_distance, min_jaccard) = match (prepared.features, self.rule.short_text) {
+    /// The index a record's candidates come from, with its radius and Jaccard threshold.
+    fn search_rule(&self, features: Features) -> (IndexKind, u32, f64) {
+        match (features, self.rule.short_text) {
             (
                 Features::Chars,
                 ShortText::CharNgrams {
@@ -618,11 +643,46 @@ impl<S: Store> Deduper<S> {
                     min_jaccard,
                     ..
                 },
-            ) => (&self.short_index, max_distance, min_jaccard),
-            _ => (&self.index, self.rule.max_distance, self.rule.min_jaccard),
+            ) => (IndexKind::Chars, max_distance, min_jaccard),
+            _ => (
+                IndexKind::Words,
+                self.rule.max_distance,
+                self.rule.min_jaccard,
+            ),
+        }
+    }
+
+    /// Index hits of an analysed record, nearest first (by the indexed bits, then handle),
+    /// at most `max_candidates`.
+    fn index_hits(&self, prepared: &Prepared) -> Result<Vec<Match>> {
+        let (kind, max_distance, _) = self.search_rule(prepared.features);
+        let index = match kind {
+            IndexKind::Words => &self.index,
+            IndexKind::Chars => &self.short_index,
         };
         let mut hits = index.query(prepared.fingerprint as u64, max_distance)?;
         hits.truncate(self.rule.max_candidates);
+        Ok(hits)
+    }
+
+    /// Verified near-duplicates of an analysed record among stored ones, best first:
+    /// highest Jaccard, then smallest distance, then oldest handle. Failing candidates are
+    /// returned apart, with their scores.
+    fn verify_candidates(&self, prepared: &Prepared) -> Result<(Scored, Scored)> {
+        let hits = self.index_hits(prepared)?;
+        self.verify_hits(prepared, &hits, &[])
+    }
+
+    /// [`verify_candidates`](Self::verify_candidates) for given index hits; `known` holds
+    /// Jaccard similarities computed already (by [`presearch`](Self::presearch); `None`
+    /// for a candidate whose set is gone).
+    fn verify_hits(
+        &self,
+        prepared: &Prepared,
+        hits: &[Match],
+        known: &[(u64, Option<f64>)],
+    ) -> Result<(Scored, Scored)> {
+        let (_, max_distance, min_jaccard) = self.search_rule(prepared.features);
         let candidates: Vec<(u64, u32)> = hits
             .iter()
             .filter_map(|m| {
@@ -633,24 +693,36 @@ impl<S: Store> Deduper<S> {
                     .then_some((m.id, distance))
             })
             .collect();
-        let handles: Vec<u64> = candidates.iter().map(|&(h, _)| h).collect();
-        let sets = self.shingle_sets(&handles)?;
+        let known_of = |h: u64| known.iter().find(|&&(k, _)| k == h).map(|&(_, j)| j);
+        let unknown: Vec<u64> = candidates
+            .iter()
+            .map(|&(h, _)| h)
+            .filter(|&h| known_of(h).is_none())
+            .collect();
+        let mut sets = self.shingle_sets(&unknown)?.into_iter();
         let (mut ok, mut failed) = (Vec::new(), Vec::new());
-        for ((id, distance), theirs) in candidates.into_iter().zip(sets) {
+        for (id, distance) in candidates {
+            let theirs = match known_of(id) {
+                Some(j) => j.map(Ok),
+                None => sets.next().flatten().map(Err),
+            };
             let Some(theirs) = theirs else {
                 continue;
             };
-            // Once enough failures are logged, sets too different in size to pass are not
-            // compared at all.
-            if failed.len() >= MAX_LOGGED_REJECTIONS
-                && cannot_reach(prepared.shingles.len(), theirs.len(), min_jaccard)
-            {
-                continue;
-            }
-            let scores = Scores {
-                distance,
-                jaccard: jaccard(&prepared.shingles, &theirs),
+            let jaccard = match theirs {
+                Ok(j) => j,
+                Err(set) => {
+                    // Once enough failures are logged, sets too different in size to pass
+                    // are not compared at all.
+                    if failed.len() >= MAX_LOGGED_REJECTIONS
+                        && cannot_reach(prepared.shingles.len(), set.len(), min_jaccard)
+                    {
+                        continue;
+                    }
+                    jaccard(&prepared.shingles, &set)
+                }
             };
+            let scores = Scores { distance, jaccard };
             if scores.jaccard >= min_jaccard {
                 ok.push((id, scores));
             } else {
@@ -664,6 +736,42 @@ impl<S: Store> Deduper<S> {
                 .then(a.0.cmp(&b.0))
         });
         Ok((ok, failed))
+    }
+
+    /// A record's candidates among the records stored before its group, with their
+    /// Jaccard similarities: the costly half of a decision (index probes, reading and
+    /// comparing shingle sets), which reads only state the group's own decisions do not
+    /// change, so the records of a group are searched in parallel before they are decided
+    /// one by one (see [`decide_window`](Self::decide_window)).
+    fn presearch(&self, prepared: &Prepared) -> Result<Presearched> {
+        let hits = self.index_hits(prepared)?;
+        let handles: Vec<u64> = hits.iter().map(|m| m.id).collect();
+        let known = handles
+            .iter()
+            .zip(self.shingle_sets(&handles)?)
+            .map(|(&h, set)| (h, set.map(|set| jaccard(&prepared.shingles, &set))))
+            .collect();
+        Ok(Presearched { hits, known })
+    }
+
+    /// Completes a presearch with the records decided earlier in the same group: their
+    /// index hits are found by a scan of the group (a few thousand fingerprints at most),
+    /// merged in the index's order and cut at `max_candidates` as the index would.
+    fn complete_presearch(&self, prepared: &Prepared, mut found: Presearched) -> Vec<Match> {
+        let (kind, max_distance, _) = self.search_rule(prepared.features);
+        let q = prepared.fingerprint as u64;
+        let before = found.hits.len();
+        found
+            .hits
+            .extend(self.group.iter().filter_map(|&(h, fp, k)| {
+                let distance = (fp ^ q).count_ones();
+                (k == kind && distance <= max_distance).then_some(Match { distance, id: h })
+            }));
+        if found.hits.len() > before {
+            found.hits.sort_unstable();
+            found.hits.truncate(self.rule.max_candidates);
+        }
+        found.hits
     }
 
     /// Whether the analysed record verifies (Jaccard >= `min_jaccard`) against every member
@@ -837,7 +945,45 @@ impl<S: Store> Deduper<S> {
         batch: &mut Batch,
     ) -> Result<Vec<Outcome>> {
         let mut outcomes = Vec::with_capacity(records.len());
+        let mut prepared = prepared.into_iter();
+        for window in records.chunks(PRESEARCH_WINDOW) {
+            let window_prepared: Vec<Result<Prepared, String>> =
+                prepared.by_ref().take(window.len()).collect();
+            self.decide_window(window, window_prepared, now, batch, &mut outcomes)?;
+        }
+        Ok(outcomes)
+    }
+
+    /// Decides a window of records in order. Their searches among the records stored
+    /// before the window run first, in parallel ([`presearch`](Self::presearch)); each
+    /// decision then adds the records decided before it in the window
+    /// ([`complete_presearch`](Self::complete_presearch)), so the outcome is exactly that
+    /// of deciding one record after the other.
+    fn decide_window(
+        &mut self,
+        records: &[Record],
+        prepared: Vec<Result<Prepared, String>>,
+        now: Timestamp,
+        batch: &mut Batch,
+        outcomes: &mut Vec<Outcome>,
+    ) -> Result<()> {
+        let found: Vec<Option<Presearched>> = if records.len() > 1 {
+            let this = &*self;
+            records
+                .par_iter()
+                .zip(&prepared)
+                .map(|(record, p)| match p {
+                    Ok(p) if this.needs_search(record, p) => this.presearch(p).map(Some),
+                    _ => Ok(None),
+                })
+                .collect::<Result<_>>()?
+        } else {
+            Vec::new()
+        };
+        let mut found = found.into_iter();
+        self.group.clear();
         for (record, prepared) in records.iter().zip(prepared) {
+            let found = found.next().flatten();
             let outcome = match prepared {
                 Err(reason) => Outcome {
                     id: record.id.clone(),
@@ -848,11 +994,30 @@ impl<S: Store> Deduper<S> {
                     boilerplate_removed: 0,
                     language: None,
                 },
-                Ok(p) => self.decide(record, p, now, batch)?,
+                Ok(p) => self.decide(record, p, found, now, batch)?,
             };
             outcomes.push(outcome);
         }
-        Ok(outcomes)
+        self.group.clear();
+        Ok(())
+    }
+
+    /// How a record is stored: SimHash over words, over characters (short text), or exact
+    /// tier only.
+    fn features_of(&self, p: &Prepared) -> Features {
+        match (p.tokens < self.rule.min_words, p.features) {
+            (false, _) => Features::Words,
+            (true, Features::Chars) => Features::Chars,
+            (true, _) => Features::ExactOnly,
+        }
+    }
+
+    /// Whether deciding `record` will search the index (as far as the state before its
+    /// group tells: a decision that turns out not to need the search ignores it).
+    fn needs_search(&self, record: &Record, p: &Prepared) -> bool {
+        !self.by_id.contains_key(record.id.as_str())
+            && !self.by_content.contains_key(&p.content_hash)
+            && self.features_of(p) != Features::ExactOnly
     }
 
     /// Rebuilds the index with a larger layout when the store outgrows the plan.
@@ -930,6 +1095,7 @@ impl<S: Store> Deduper<S> {
         &mut self,
         record: &Record,
         p: Prepared,
+        found: Option<Presearched>,
         now: Timestamp,
         batch: &mut Batch,
     ) -> Result<Outcome> {
@@ -962,11 +1128,7 @@ impl<S: Store> Deduper<S> {
         }
         let first_seen = record.first_seen.unwrap_or(now);
         let too_short = p.tokens < self.rule.min_words;
-        let features = match (too_short, p.features) {
-            (false, _) => Features::Words,
-            (true, Features::Chars) => Features::Chars,
-            (true, _) => Features::ExactOnly,
-        };
+        let features = self.features_of(&p);
         let near_rule = if features == Features::Chars {
             MergeRule::CharsJaccard
         } else {
@@ -986,7 +1148,14 @@ impl<S: Store> Deduper<S> {
                 },
             ));
         } else if features != Features::ExactOnly {
-            let (ok, failed) = self.verify_candidates(&p)?;
+            let (ok, failed) = match found {
+                Some(mut found) => {
+                    let known = std::mem::take(&mut found.known);
+                    let hits = self.complete_presearch(&p, found);
+                    self.verify_hits(&p, &hits, &known)?
+                }
+                None => self.verify_candidates(&p)?,
+            };
             for (h, s) in failed.iter().take(MAX_LOGGED_REJECTIONS) {
                 batch.rejections.push(Rejection {
                     record: record.id.clone(),
@@ -1042,6 +1211,16 @@ impl<S: Store> Deduper<S> {
         match features {
             Features::Words => self.index.insert(handle, p.fingerprint as u64)?,
             Features::Chars => self.short_index.insert(handle, p.fingerprint as u64)?,
+            Features::ExactOnly => {}
+        }
+        // Later records of the window find this one by a scan, not in their presearch.
+        match features {
+            Features::Words => self
+                .group
+                .push((handle, p.fingerprint as u64, IndexKind::Words)),
+            Features::Chars => self
+                .group
+                .push((handle, p.fingerprint as u64, IndexKind::Chars)),
             Features::ExactOnly => {}
         }
         if indexed {

@@ -566,3 +566,53 @@ fn two_processes_on_one_sqlite_store_see_each_others_records() {
         ["from-a-2", "from-b"]
     );
 }
+
+#[test]
+fn a_group_decides_exactly_as_records_one_by_one() {
+    // Families of near duplicates (light and heavier edits, verbatim copies, short texts),
+    // interleaved so that matches fall both before a group and inside it; some records
+    // are stored first so that groups also find older ones.
+    let mut recs = Vec::new();
+    for family in 0..60u64 {
+        let base = doc(1000 + family, 120 + (family as usize % 5) * 40);
+        recs.push(Record::new(format!("f{family}"), base.clone()));
+        for (v, edits) in [2usize, 9, 14, 30].into_iter().enumerate() {
+            recs.push(Record::new(format!("f{family}-e{v}"), edit(&base, edits)));
+        }
+        if family % 7 == 0 {
+            recs.push(Record::new(format!("f{family}-copy"), base.to_uppercase()));
+        }
+        recs.push(Record::new(
+            format!("s{family}"),
+            doc(9000 + family % 9, 12),
+        ));
+    }
+    let n = recs.len();
+    let order: Vec<usize> = (0..n).map(|i| (i * 37) % n).collect();
+    let recs: Vec<Record> = order.iter().map(|&i| recs[i].clone()).collect();
+    let (first, rest) = recs.split_at(n / 4);
+
+    let mut one_by_one = memory();
+    one_by_one.process(first, t(NOW)).unwrap();
+    let mut expected = Vec::new();
+    for r in rest {
+        expected.extend(one_by_one.process(std::slice::from_ref(r), t(NOW)).unwrap());
+    }
+
+    let mut grouped = memory();
+    grouped.process(first, t(NOW)).unwrap();
+    let mut got = Vec::new();
+    for group in rest.chunks(PRESEARCH_WINDOW / 8 + 3) {
+        got.extend(grouped.process(group, t(NOW)).unwrap());
+    }
+    assert_eq!(got, expected);
+    assert!(got
+        .iter()
+        .any(|o| matches!(o.decision, Decision::Merged { .. })));
+    let log = |d: &Deduper<MemoryStore>| {
+        let mut v = Vec::new();
+        d.store.rejections(&mut |r| v.push(r)).unwrap();
+        v
+    };
+    assert_eq!(log(&grouped), log(&one_by_one));
+}

@@ -3,9 +3,10 @@
 //! Users can read the merge log with `sqlite3 neardup.db 'select * from merges'`.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 
 use super::{
     Arrival, Batch, Features, HostBoilerplate, MergeLogEntry, Rejection, Store, StoredRecord,
@@ -69,6 +70,12 @@ pub struct SqliteStore {
     // A mutex makes the store Sync, so readers on several threads (the HTTP service) can
     // share it; SQLite serialises writers anyway.
     conn: Mutex<Connection>,
+    /// Read-only connections for verification reads (shingle sets): WAL lets them read
+    /// while `conn` writes, so queries neither queue behind one another on one connection
+    /// nor wait for a commit's fsync. They map the file (`mmap_size`) instead of copying
+    /// each page out of the kernel's cache.
+    readers: Vec<Mutex<Connection>>,
+    next_reader: AtomicUsize,
     path: PathBuf,
     /// The last change-log entry this process has applied (its own or others').
     seen: Mutex<i64>,
@@ -109,8 +116,14 @@ impl SqliteStore {
         conn.busy_timeout(std::time::Duration::from_secs(10))
             .map_err(err)?;
         conn.execute_batch(SCHEMA).map_err(err)?;
+        let readers = (0..READERS)
+            .map(|_| open_reader(path).map(Mutex::new))
+            .collect::<rusqlite::Result<_>>()
+            .map_err(err)?;
         let store = SqliteStore {
             conn: Mutex::new(conn),
+            readers,
+            next_reader: AtomicUsize::new(0),
             path: path.to_owned(),
             seen: Mutex::new(0),
             locked: false,
@@ -134,11 +147,36 @@ impl SqliteStore {
         self.conn.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// A free reader, else the next one in turn.
+    fn reader(&self) -> MutexGuard<'_, Connection> {
+        let start = self.next_reader.fetch_add(1, Ordering::Relaxed);
+        let n = self.readers.len();
+        for i in 0..n {
+            if let Ok(guard) = self.readers[(start + i) % n].try_lock() {
+                return guard;
+            }
+        }
+        self.readers[start % n]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
     fn err(&self, e: rusqlite::Error) -> Error {
         Error::Store {
             path: self.path.clone(),
             reason: e.to_string(),
         }
+    }
+
+    fn shingles_with(&self, conn: &Connection, handle: u64) -> Result<Option<Vec<u32>>> {
+        let mut stmt = conn
+            .prepare_cached("SELECT ids FROM shingles WHERE handle = ?1")
+            .map_err(|e| self.err(e))?;
+        stmt.query_row([handle as i64], |r| {
+            Ok(blob_to_ids(r.get_ref(0)?.as_blob()?))
+        })
+        .optional()
+        .map_err(|e| self.err(e))
     }
 
     fn get_meta(&self, key: &str) -> Result<Option<String>> {
@@ -262,6 +300,23 @@ fn ids_to_blob(ids: &[u32]) -> Vec<u8> {
     ids.iter().flat_map(|i| i.to_le_bytes()).collect()
 }
 
+/// How many read-only connections a store keeps for verification reads.
+const READERS: usize = 4;
+
+/// How much of the file a reader maps (SQLite caps it at its compile-time maximum, 2 GiB
+/// for the bundled build); the address space is reserved, memory is used as pages are read.
+const READER_MMAP_BYTES: i64 = 1 << 36;
+
+fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.pragma_update(None, "mmap_size", READER_MMAP_BYTES)?;
+    conn.busy_timeout(std::time::Duration::from_secs(10))?;
+    Ok(conn)
+}
+
 fn blob_to_ids(blob: &[u8]) -> Vec<u32> {
     blob.chunks_exact(4)
         .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
@@ -332,16 +387,18 @@ impl Store for SqliteStore {
     }
 
     fn shingles(&self, handle: u64) -> Result<Option<Vec<u32>>> {
-        let conn = self.conn();
-        let mut stmt = conn
-            .prepare_cached("SELECT ids FROM shingles WHERE handle = ?1")
-            .map_err(|e| self.err(e))?;
-        stmt.query_row([handle as i64], |r| {
-            let blob: Vec<u8> = r.get(0)?;
-            Ok(blob_to_ids(&blob))
-        })
-        .optional()
-        .map_err(|e| self.err(e))
+        self.shingles_with(&self.reader(), handle)
+    }
+
+    fn shingles_many(&self, handles: &[u64]) -> Result<Vec<Option<Vec<u32>>>> {
+        if handles.is_empty() {
+            return Ok(Vec::new());
+        }
+        let conn = self.reader();
+        handles
+            .iter()
+            .map(|&h| self.shingles_with(&conn, h))
+            .collect()
     }
 
     fn boilerplate(&self) -> Result<Vec<(String, HostBoilerplate)>> {
