@@ -101,7 +101,11 @@ struct HostSample {
     sampled: u64,
     /// Pages whose shingles were counted.
     counted: u64,
-    df: std::collections::HashMap<u64, Count, BuildHasherDefault<IdentityHasher>>,
+    /// The distinct shingles of each page counted in the current bucket, one after the
+    /// other; counted into `df` when the bucket ends.
+    bucket: Vec<u64>,
+    /// The tracked shingles, sorted by hash.
+    df: Vec<(u64, Count)>,
 }
 
 /// A shingle's page count in lossy counting: `pages` counted since it was (last) added, and
@@ -113,33 +117,69 @@ struct Count {
 }
 
 impl HostSample {
-    /// Counts one page's distinct shingles (sorted or not), lossy counting with buckets of
-    /// `width` pages: at the end of each bucket, shingles that cannot be on more than one
-    /// page per bucket so far are dropped. So the map holds about `width` pages' shingles
-    /// plus the frequent ones instead of every shingle of every sampled page, a shingle on
-    /// more than `1 / width` of the pages is never dropped, and counts are exact until the
-    /// first bucket ends.
+    /// Counts one page's distinct shingles (sorted), lossy counting with buckets of `width`
+    /// pages: at the end of each bucket, shingles that cannot be on more than one page per
+    /// bucket so far are dropped. So about `width` pages' shingles plus the frequent ones
+    /// are tracked instead of every shingle of every sampled page, a shingle on more than
+    /// `1 / width` of the pages is never dropped, and counts are exact until the first
+    /// bucket ends.
+    ///
+    /// A bucket's pages are counted together when it ends, by sorting their shingles and
+    /// merging them into the sorted counts: sequential passes over memory, where a hash
+    /// table of a bucket's shingles (a few MiB) took a cache miss per shingle.
     fn count_page(&mut self, shingles: &[u64], width: u64) {
+        debug_assert!(shingles.is_sorted());
         self.counted += 1;
-        let bucket = self.counted.div_ceil(width).min(u64::from(u32::MAX)) as u32;
-        self.df.reserve(shingles.len());
         let mut last = None;
         for &h in shingles {
-            if last == Some(h) {
-                continue;
+            if last != Some(h) {
+                self.bucket.push(h);
+                last = Some(h);
             }
-            last = Some(h);
-            self.df
-                .entry(h)
-                .and_modify(|c| c.pages += 1)
-                .or_insert(Count {
-                    pages: 1,
-                    missed: bucket - 1,
-                });
         }
         if self.counted % width == 0 {
-            self.df.retain(|_, c| c.pages + c.missed > bucket);
+            self.end_bucket(width, true);
         }
+    }
+
+    /// Counts the current bucket's pages into `df`; `prune` at the end of a full bucket.
+    fn end_bucket(&mut self, width: u64, prune: bool) {
+        let bucket = self.counted.div_ceil(width).min(u64::from(u32::MAX)) as u32;
+        self.bucket.sort_unstable();
+        let old = std::mem::take(&mut self.df);
+        let mut df = Vec::with_capacity(old.len() + self.bucket.len() / 2);
+        let mut old = old.into_iter().peekable();
+        let mut new = self.bucket.iter().copied().peekable();
+        let push = |df: &mut Vec<(u64, Count)>, h: u64, c: Count| {
+            if !prune || c.pages + c.missed > bucket {
+                df.push((h, c));
+            }
+        };
+        while let Some(&h) = new.peek() {
+            let mut pages = 0u32;
+            while new.next_if_eq(&h).is_some() {
+                pages += 1;
+            }
+            while let Some((k, c)) = old.next_if(|&(k, _)| k < h) {
+                push(&mut df, k, c);
+            }
+            let count = match old.next_if(|&(k, _)| k == h) {
+                Some((_, c)) => Count {
+                    pages: c.pages + pages,
+                    missed: c.missed,
+                },
+                None => Count {
+                    pages,
+                    missed: bucket - 1,
+                },
+            };
+            push(&mut df, h, count);
+        }
+        for (k, c) in old {
+            push(&mut df, k, c);
+        }
+        self.df = df;
+        self.bucket.clear();
     }
 }
 
@@ -234,23 +274,24 @@ impl BoilerplateLearner {
 
     /// The learned sets of hosts with enough pages: (host, pages seen, sorted shingles).
     pub fn finish(self) -> Vec<(String, u64, Vec<u64>)> {
+        let width = self.bucket_width();
         let mut out: Vec<(String, u64, Vec<u64>)> = self
             .hosts
             .into_iter()
             .filter(|(_, s)| s.pages >= self.min_pages)
-            .map(|(host, s)| {
+            .map(|(host, mut s)| {
+                s.end_bucket(width, false);
                 // Counted pages, not sampled ones: a sampled page that failed to parse
                 // has no shingles. Counts are lower bounds (exact below one bucket), so a
                 // shingle is never called boilerplate on fewer pages than it is on.
                 let cut = self.max_share * s.counted as f64;
                 let min_count = self.min_count;
-                let mut set: Vec<u64> = s
+                let set: Vec<u64> = s
                     .df
                     .iter()
                     .filter(|(_, c)| f64::from(c.pages) > cut && u64::from(c.pages) >= min_count)
-                    .map(|(&h, _)| h)
+                    .map(|&(h, _)| h)
                     .collect();
-                set.sort_unstable();
                 (host, s.pages, set)
             })
             .collect();
