@@ -28,7 +28,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use clap::Args;
-use neardup::pipeline::PreparedRecord;
+use neardup::pipeline::{Analyzer, PreparedRecord};
 use neardup::{Deduper, Record, Scratch, Store, Timestamp};
 use parking_lot::{Mutex, RwLock};
 use serde_json::{json, Value};
@@ -496,8 +496,18 @@ async fn post_records(State(app): State<App>, body: Body) -> Result<Response, Ap
     if records.is_empty() {
         return Ok(Json(json!([])).into_response());
     }
+    // Analysed here, on the request's thread, so the single writer only decides and
+    // commits (and analysis overlaps the writer's previous group).
+    let (records, prepared, _) = analysed(&app, records).await?;
     let (reply, answer) = oneshot::channel();
-    send(&app, Job::Insert { records, reply })?;
+    send(
+        &app,
+        Job::Insert {
+            records,
+            prepared,
+            reply,
+        },
+    )?;
     let answers = answer
         .await
         .map_err(|_| ApiError::internal("the writer stopped"))?
@@ -512,14 +522,12 @@ async fn post_records(State(app): State<App>, body: Body) -> Result<Response, Ap
     Ok(Json(answer).into_response())
 }
 
-async fn post_query(State(app): State<App>, body: Body) -> Result<Response, ApiError> {
-    let (records, batch) = records_of(&app, body, false).await?;
-    let cost = if records.len() > 1 {
-        Cost::Long
-    } else {
-        Cost::Short
-    };
-    // Analysis outside the lock: here for one record, on the blocking pool for a batch.
+/// Records analysed outside every lock: inline for one record, on the blocking pool for a
+/// batch. Returns the analyser copy used.
+async fn analysed(
+    app: &App,
+    records: Vec<Record>,
+) -> Result<(Vec<Record>, Vec<PreparedRecord>, Arc<Analyzer>), ApiError> {
     let analyzer = app.analysis.get();
     let analyse = move |records: Vec<Record>| {
         let mut scratch = Scratch::default();
@@ -529,13 +537,23 @@ async fn post_query(State(app): State<App>, body: Body) -> Result<Response, ApiE
             .collect();
         (records, prepared, analyzer)
     };
-    let (records, prepared, analyzer) = if cost == Cost::Short {
-        analyse(records)
+    if records.len() <= 1 {
+        Ok(analyse(records))
     } else {
         tokio::task::spawn_blocking(move || analyse(records))
             .await
-            .map_err(|e| ApiError::internal(format!("analysis failed: {e}")))?
+            .map_err(|e| ApiError::internal(format!("analysis failed: {e}")))
+    }
+}
+
+async fn post_query(State(app): State<App>, body: Body) -> Result<Response, ApiError> {
+    let (records, batch) = records_of(&app, body, false).await?;
+    let cost = if records.len() > 1 {
+        Cost::Long
+    } else {
+        Cost::Short
     };
+    let (records, prepared, analyzer) = analysed(&app, records).await?;
     let shared = app.analysis.clone();
     let answers = read(&app, cost, move |d| {
         let answers = records
@@ -543,7 +561,9 @@ async fn post_query(State(app): State<App>, body: Body) -> Result<Response, ApiE
             .zip(prepared)
             .map(|(r, p)| query_one(d, r, p))
             .collect::<Vec<_>>();
-        shared.refresh(d, &analyzer);
+        if analyzer.generation() != d.analyzer_generation() {
+            shared.refresh(d);
+        }
         answers
     })
     .await?;

@@ -13,7 +13,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use neardup::pipeline::Analyzer;
+use neardup::pipeline::{Analyzer, PreparedRecord};
 use neardup::{Deduper, Record, Store, Timestamp};
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::oneshot;
@@ -40,22 +40,22 @@ impl Analysis {
         self.0.lock().clone()
     }
 
-    /// Takes a new copy if `used` is older than the pipeline's boilerplate.
-    pub fn refresh(&self, d: &Deduper<Box<dyn Store>>, used: &Analyzer) {
-        if used.generation() != d.analyzer_generation() {
-            let mut current = self.0.lock();
-            if current.generation() != d.analyzer_generation() {
-                *current = Arc::new(d.analyzer());
-            }
+    /// Takes a new copy if the current one is older than the pipeline's boilerplate.
+    pub fn refresh(&self, d: &Deduper<Box<dyn Store>>) {
+        let mut current = self.0.lock();
+        if current.generation() != d.analyzer_generation() {
+            *current = Arc::new(d.analyzer());
         }
     }
 }
 
 /// A change for the writer thread.
 pub enum Job {
-    /// Insert records; the answer comes back per record, in order.
+    /// Insert records (analysed by the handler); the answer comes back per record, in
+    /// order.
     Insert {
         records: Vec<Record>,
+        prepared: Vec<PreparedRecord>,
         reply: oneshot::Sender<Result<Vec<Answer>, String>>,
     },
     /// Erase one record; answers whether it was stored.
@@ -169,7 +169,11 @@ pub fn run(
         let mut group = Vec::new();
         for job in batch {
             match job {
-                Job::Insert { records, reply } => group.push((records, reply)),
+                Job::Insert {
+                    records,
+                    prepared,
+                    reply,
+                } => group.push((records, prepared, reply)),
                 Job::Erase { id, reply } => {
                     w.insert(std::mem::take(&mut group));
                     let _ = reply.send(w.erase(&id));
@@ -181,6 +185,9 @@ pub fn run(
 }
 
 type InsertReply = oneshot::Sender<Result<Vec<Answer>, String>>;
+
+/// One insert request's records, their analyses and where its answer goes.
+type InsertJob = (Vec<Record>, Vec<PreparedRecord>, InsertReply);
 
 struct Writer {
     deduper: Shared,
@@ -220,28 +227,29 @@ impl Writer {
         message
     }
 
-    fn insert(&mut self, group: Vec<(Vec<Record>, InsertReply)>) {
+    fn insert(&mut self, group: Vec<InsertJob>) {
         if group.is_empty() {
             return;
         }
-        let mut records = Vec::with_capacity(group.iter().map(|(r, _)| r.len()).sum());
+        let total = group.iter().map(|(r, _, _)| r.len()).sum();
+        let mut records = Vec::with_capacity(total);
+        let mut prepared = Vec::with_capacity(total);
         let mut sizes = Vec::with_capacity(group.len());
         let mut replies = Vec::with_capacity(group.len());
-        for (r, reply) in group {
+        for (r, p, reply) in group {
             sizes.push(r.len());
             records.extend(r);
+            prepared.extend(p);
             replies.push(reply);
         }
         let started = Instant::now();
         let now = Timestamp::now();
-        // Analysis (the costly part) runs before the write lock is taken, so readers wait
-        // only for the decisions and the commit.
-        let analyzer = self.analysis.get();
-        let prepared = analyzer.prepare(&records);
+        // The handlers analysed the records (the costly part) before any lock, so readers
+        // wait only for the decisions and the commit.
         let result = {
             let mut d = self.deduper.write();
             let result = d.process_prepared(&records, prepared, now);
-            self.analysis.refresh(&d, &analyzer);
+            self.analysis.refresh(&d);
             result
         };
         match result {
