@@ -83,6 +83,16 @@ pub struct SqliteStore {
     locked: bool,
 }
 
+impl Drop for SqliteStore {
+    fn drop(&mut self) {
+        // Readers first: a read-only connection that has read holds a shared lock, and the
+        // write connection checkpoints the WAL into the database file and deletes it only
+        // when it closes last. Otherwise the last commits would stay in the -wal file, and
+        // a copy of the .db file alone would miss them.
+        self.readers.clear();
+    }
+}
+
 impl std::fmt::Debug for SqliteStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SqliteStore")

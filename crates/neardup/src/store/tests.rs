@@ -211,3 +211,32 @@ fn sqlite_refuses_a_file_that_is_not_a_store() {
     let err = crate::store::SqliteStore::open(&path).unwrap_err();
     assert!(err.to_string().contains("not.db"), "{err}");
 }
+
+#[test]
+fn sqlite_closes_with_everything_in_the_database_file() {
+    // Verification reads go through read-only connections; closing must still checkpoint
+    // the WAL into the .db file, so the file alone (copied, or with the -wal lost) holds
+    // every committed record.
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let path = tmp.path().join("s.db");
+    {
+        let mut s = crate::store::SqliteStore::open(&path).unwrap();
+        for h in 1..=40u64 {
+            let batch = Batch {
+                records: vec![record(h, &format!("r{h}"), h)],
+                ..Batch::default()
+            };
+            s.commit(&batch).unwrap();
+            assert_eq!(s.shingles(h).unwrap(), Some(vec![1, 5, 9, h as u32 + 100]));
+            assert_eq!(s.shingles_many(&[h, 1]).unwrap().len(), 2);
+        }
+    }
+    assert!(
+        std::fs::metadata(tmp.path().join("s.db-wal")).map_or(true, |m| m.len() == 0),
+        "the WAL was left behind"
+    );
+    let copy = tmp.path().join("copy.db");
+    std::fs::copy(&path, &copy).unwrap();
+    let store = crate::store::SqliteStore::open(&copy).unwrap();
+    assert_eq!(loaded(&store).len(), 40);
+}
