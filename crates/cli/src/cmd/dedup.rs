@@ -1,6 +1,6 @@
 //! `neardup dedup`: the main job.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -475,12 +475,16 @@ fn render_kept(
         bail!("a line has fewer than 4 fields");
     };
     let id: String = serde_json::from_str(id)?;
+    // Only survivors are written: the cheap check first, the cluster's view after.
+    if deduper
+        .survivor_of(&id)
+        .is_none_or(|(survivor, _)| survivor != id)
+    {
+        return Ok(None);
+    }
     let Some(cluster) = deduper.cluster_of(&id) else {
         return Ok(None);
     };
-    if cluster.survivor != id {
-        return Ok(None);
-    }
     let mut added = format!(
         "\"source_urls\":{},\"first_seen\":{},\"cluster_size\":{},\"neardup_fingerprint\":{}",
         serde_json::to_string(&cluster.source_urls)?,
@@ -748,28 +752,24 @@ impl RunState {
         }
         kept_out.flush()?;
         let mut clusters_out = BufWriter::new(File::create(dir.join("clusters.jsonl"))?);
-        let mut by_survivor: HashMap<String, neardup::pipeline::ClusterView> = HashMap::new();
-        let mut order = Vec::new();
+        let mut seen: HashSet<&str> = HashSet::new();
+        let mut order: Vec<&str> = Vec::new();
         let mut merged = 0u64;
-        let views: Vec<Option<neardup::pipeline::ClusterView>> = self
-            .run_ids
-            .par_iter()
-            .map(|id| deduper.cluster_of(id))
-            .collect();
-        for (id, view) in self.run_ids.iter().zip(views) {
-            let Some(c) = view else {
+        // Each run record's survivor (cheap), then one view per cluster of two or more.
+        for id in &self.run_ids {
+            let Some((survivor, size)) = deduper.survivor_of(id) else {
                 continue;
             };
-            if c.survivor != *id {
+            if survivor != id {
                 merged += 1;
             }
-            if c.members.len() >= 2 && !by_survivor.contains_key(&c.survivor) {
-                order.push(c.survivor.clone());
-                by_survivor.insert(c.survivor.clone(), c);
+            if size >= 2 && seen.insert(survivor) {
+                order.push(survivor);
             }
         }
-        for (n, s) in order.iter().enumerate() {
-            let c = &by_survivor[s];
+        let views: Vec<Option<neardup::pipeline::ClusterView>> =
+            order.par_iter().map(|s| deduper.cluster_of(s)).collect();
+        for (n, c) in views.iter().flatten().enumerate() {
             serde_json::to_writer(
                 &mut clusters_out,
                 &json!({"cluster": n + 1, "survivor": c.survivor, "members": c.members,

@@ -1342,6 +1342,15 @@ impl<S: Store> Deduper<S> {
         })
     }
 
+    /// The survivor of a stored record's cluster (the record itself when it survives) and
+    /// the cluster's size, without listing the members.
+    pub fn survivor_of(&self, id: &str) -> Option<(&str, usize)> {
+        let h = *self.by_id.get(id)?;
+        let survivor = self.meta[&h].survivor;
+        let size = self.members.get(&survivor).map_or(1, Vec::len);
+        Some((&self.meta[&survivor].id, size))
+    }
+
     /// What the pipeline knows of a stored record.
     pub fn record(&self, id: &str) -> Option<RecordView> {
         let h = *self.by_id.get(id)?;

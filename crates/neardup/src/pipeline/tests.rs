@@ -92,6 +92,10 @@ fn exact_near_and_distinct_records() {
     let c = d.cluster_of("a-edit").unwrap();
     assert_eq!(c.survivor, "a");
     assert_eq!(c.members.len(), 3);
+    assert_eq!(d.survivor_of("a-edit"), Some(("a", 3)));
+    assert_eq!(d.survivor_of("a"), Some(("a", 3)));
+    assert_eq!(d.survivor_of("b"), Some(("b", 1)));
+    assert_eq!(d.survivor_of("nobody"), None);
     let stats = d.stats();
     assert_eq!(
         (stats.records, stats.clusters, stats.largest_cluster),
