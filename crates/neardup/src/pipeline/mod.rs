@@ -340,6 +340,7 @@ impl DeduperBuilder {
             next_handle: 1,
             pending: FastMap::default(),
             group: Vec::new(),
+            window_queue: None,
             poisoned: false,
         };
         let (mut words, mut chars) = (Vec::new(), Vec::new());
@@ -391,6 +392,9 @@ pub struct Deduper<S: Store> {
     pending: FastMap<u64, Vec<u32>>,
     /// Records indexed so far in the window being decided: (handle, indexed bits, index).
     group: Vec<(u64, u64, IndexKind)>,
+    /// (first seen, handle) of records not yet evicted by a sliding window; only once
+    /// [`evict_from_index_before`](Self::evict_from_index_before) is used.
+    window_queue: Option<std::collections::BTreeSet<(Timestamp, u64)>>,
     poisoned: bool,
 }
 
@@ -450,6 +454,9 @@ impl<S: Store> Deduper<S> {
         self.by_id.insert(id, r.handle);
         self.by_content.entry(r.content_hash).or_insert(r.handle);
         self.members.entry(r.survivor).or_default().push(r.handle);
+        if let Some(queue) = &mut self.window_queue {
+            queue.insert((r.first_seen, r.handle));
+        }
     }
 
     /// The boilerplate set of a host, if one was learned.
@@ -1374,15 +1381,22 @@ impl<S: Store> Deduper<S> {
     /// (a sliding window: newer records are compared only with recent ones); they stay in the
     /// store and in their clusters. Returns how many were taken out.
     pub fn evict_from_index_before(&mut self, before: Timestamp) -> usize {
-        let old: Vec<u64> = self
-            .meta
-            .iter()
-            .filter(|(_, m)| m.first_seen < before)
-            .map(|(&h, _)| h)
-            .collect();
+        // Records by first-seen time, built on the first call and kept up to date by
+        // `remember`, so each call takes only what fell out of the window since the last
+        // one instead of scanning every record.
+        let meta = &self.meta;
+        let queue = self
+            .window_queue
+            .get_or_insert_with(|| meta.iter().map(|(&h, m)| (m.first_seen, h)).collect());
         let mut n = 0;
-        for h in old {
-            let m = &self.meta[&h];
+        while let Some(&(first_seen, h)) = queue.first() {
+            if first_seen >= before {
+                break;
+            }
+            queue.pop_first();
+            let Some(m) = self.meta.get(&h) else {
+                continue; // erased or expired since
+            };
             let mut hit = self.index.remove(h).is_some() || self.short_index.remove(h).is_some();
             if self.by_content.get(&m.content_hash) == Some(&h) {
                 self.by_content.remove(&m.content_hash);

@@ -440,6 +440,17 @@ fn sliding_window_evicts_old_records_from_the_index_only() {
         out[0].decision
     );
     assert!(d.contains("old"));
+    // Records stored after the first eviction are evicted when they fall out in turn, an
+    // erased one is skipped, and nothing is evicted twice.
+    let mid = Record::new("mid", doc(21, 200)).with_first_seen(t("2026-11-30T00:07:00Z"));
+    let gone = Record::new("gone", doc(22, 200)).with_first_seen(t("2026-11-30T00:07:30Z"));
+    d.process(&[mid, gone], t(NOW)).unwrap();
+    d.erase(&["gone"]).unwrap();
+    assert_eq!(d.evict_from_index_before(t("2026-11-30T00:06:30Z")), 1); // "new"
+    assert!(d.record("mid").unwrap().indexed);
+    assert_eq!(d.evict_from_index_before(t("2026-11-30T00:08:00Z")), 1); // "mid"
+    assert!(!d.record("mid").unwrap().indexed);
+    assert_eq!(d.evict_from_index_before(t("2026-11-30T00:08:00Z")), 0);
 }
 
 #[test]
