@@ -733,20 +733,9 @@ async fn get_merges(
     }
     let result = read(&app, Cost::Long, move |d| {
         let mut out = Vec::new();
-        let mut truncated = false;
         d.store()
-            .merges(&mut |m| {
-                let at = Timestamp::parse_rfc3339(&m.at).ok();
-                if since.is_some_and(|s| at.is_some_and(|at| at < s)) {
-                    return;
-                }
-                if out.len() < limit {
-                    out.push(api::merge_json(&m));
-                } else {
-                    truncated = true;
-                }
-            })
-            .map(|()| json!({"merges": out, "truncated": truncated}))
+            .merges_since(since, limit, &mut |m| out.push(api::merge_json(&m)))
+            .map(|truncated| json!({"merges": out, "truncated": truncated}))
     })
     .await?;
     result

@@ -232,6 +232,14 @@ impl<T: Store + ?Sized> Store for Box<T> {
     fn merges(&self, f: &mut dyn FnMut(MergeLogEntry)) -> Result<()> {
         (**self).merges(f)
     }
+    fn merges_since(
+        &self,
+        since: Option<Timestamp>,
+        limit: usize,
+        f: &mut dyn FnMut(MergeLogEntry),
+    ) -> Result<bool> {
+        (**self).merges_since(since, limit, f)
+    }
     fn rejections(&self, f: &mut dyn FnMut(Rejection)) -> Result<()> {
         (**self).rejections(f)
     }
@@ -247,6 +255,12 @@ impl<T: Store + ?Sized> Store for Box<T> {
     fn sync(&mut self, f: &mut dyn FnMut(Batch)) -> Result<()> {
         (**self).sync(f)
     }
+}
+
+/// Whether a merge-log entry was logged at or after `since` (an unparseable time counts as
+/// recent).
+pub(crate) fn logged_since(m: &MergeLogEntry, since: Option<Timestamp>) -> bool {
+    since.is_none_or(|s| Timestamp::parse_rfc3339(&m.at).map_or(true, |at| at >= s))
 }
 
 /// The persistence interface of the pipeline. Implemented by [`SqliteStore`] (the embedded
@@ -303,6 +317,33 @@ pub trait Store: Send + Sync {
     /// # Errors
     /// Backend failures.
     fn merges(&self, f: &mut dyn FnMut(MergeLogEntry)) -> Result<()>;
+    /// Calls `f` with the merge-log entries logged at or after `since` (every entry when
+    /// `None`; one whose time does not parse counts as recent), oldest first, at most
+    /// `limit` of them; returns whether more were left out. The default reads the whole
+    /// log through [`merges`](Self::merges).
+    ///
+    /// # Errors
+    /// Backend failures.
+    fn merges_since(
+        &self,
+        since: Option<Timestamp>,
+        limit: usize,
+        f: &mut dyn FnMut(MergeLogEntry),
+    ) -> Result<bool> {
+        let (mut n, mut truncated) = (0usize, false);
+        self.merges(&mut |m| {
+            if !logged_since(&m, since) {
+                return;
+            }
+            if n < limit {
+                n += 1;
+                f(m);
+            } else {
+                truncated = true;
+            }
+        })?;
+        Ok(truncated)
+    }
     /// Calls `f` with each logged verification rejection, oldest first.
     ///
     /// # Errors

@@ -437,14 +437,33 @@ impl Store for SqliteStore {
     }
 
     fn merges(&self, f: &mut dyn FnMut(MergeLogEntry)) -> Result<()> {
-        let conn = self.conn();
+        self.merges_since(None, usize::MAX, f).map(|_| ())
+    }
+
+    fn merges_since(
+        &self,
+        since: Option<Timestamp>,
+        limit: usize,
+        f: &mut dyn FnMut(MergeLogEntry),
+    ) -> Result<bool> {
+        // Times are RFC 3339 text with a variable fraction ("...:07Z", "...:07.5Z"), so the
+        // text comparison is only a prefilter on the whole second (SQLite skips older rows
+        // without building them); the exact test is `logged_since`.
+        let second = since.map_or_else(String::new, |s| {
+            s.to_rfc3339()
+                .chars()
+                .take("2026-01-01T00:00:00".len())
+                .collect()
+        });
+        let conn = self.reader();
         let mut stmt = conn
-            .prepare(
+            .prepare_cached(
                 "SELECT kept, merged, merged_fingerprint, rule, distance, jaccard, matched,
-                    source_urls, at FROM merges ORDER BY seq",
+                    source_urls, at FROM merges WHERE at >= ?1 ORDER BY seq",
             )
             .map_err(|e| self.err(e))?;
-        let mut rows = stmt.query([]).map_err(|e| self.err(e))?;
+        let mut rows = stmt.query([&second]).map_err(|e| self.err(e))?;
+        let mut n = 0usize;
         while let Some(row) = rows.next().map_err(|e| self.err(e))? {
             let entry = (|| -> rusqlite::Result<MergeLogEntry> {
                 let urls: String = row.get(7)?;
@@ -461,9 +480,16 @@ impl Store for SqliteStore {
                 })
             })()
             .map_err(|e| self.err(e))?;
+            if !super::logged_since(&entry, since) {
+                continue;
+            }
+            if n == limit {
+                return Ok(true);
+            }
+            n += 1;
             f(entry);
         }
-        Ok(())
+        Ok(false)
     }
 
     fn rejections(&self, f: &mut dyn FnMut(Rejection)) -> Result<()> {

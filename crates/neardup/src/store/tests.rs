@@ -160,6 +160,65 @@ fn erase_removes_record_shingles_and_its_merge_rows(store: &mut dyn Store) {
     assert_eq!(log[0].merged, "b");
 }
 
+fn merges_since_filters_by_time_and_limits(store: &mut dyn Store) {
+    // Times with and without a fraction of a second: text order is not time order there.
+    let at = [
+        "2026-11-30T10:00:00.900Z",
+        "2026-11-30T10:00:01Z",
+        "2026-11-30T10:00:01.500Z",
+        "2026-11-30T10:00:02Z",
+        "2026-11-30T11:00:00Z",
+    ];
+    let entries: Vec<MergeLogEntry> = at
+        .iter()
+        .enumerate()
+        .map(|(i, &t)| MergeLogEntry {
+            at: t.into(),
+            ..merge("k", &format!("m{i}"))
+        })
+        .collect();
+    store
+        .commit(&Batch {
+            merges: entries,
+            ..Batch::default()
+        })
+        .unwrap();
+    let since = |s: Option<&str>, limit: usize| {
+        let mut got = Vec::new();
+        let truncated = store
+            .merges_since(
+                s.map(|s| Timestamp::parse_rfc3339(s).unwrap()),
+                limit,
+                &mut |m| got.push(m.merged),
+            )
+            .unwrap();
+        (got, truncated)
+    };
+    assert_eq!(since(None, 100).0.len(), 5);
+    assert_eq!(
+        since(Some("2026-11-30T10:00:01.200Z"), 100),
+        (vec!["m2".to_owned(), "m3".into(), "m4".into()], false)
+    );
+    assert_eq!(
+        since(Some("2026-11-30T10:00:01Z"), 2),
+        (vec!["m1".to_owned(), "m2".into()], true)
+    );
+    assert_eq!(
+        since(Some("2026-11-30T10:00:00.900Z"), 5),
+        (
+            vec![
+                "m0".to_owned(),
+                "m1".into(),
+                "m2".into(),
+                "m3".into(),
+                "m4".into()
+            ],
+            false
+        )
+    );
+    assert_eq!(since(Some("2026-12-01T00:00:00Z"), 5), (vec![], false));
+}
+
 macro_rules! conformance {
     ($($name:ident),*) => {
         mod memory {
@@ -195,7 +254,8 @@ macro_rules! conformance {
 conformance!(
     commit_then_load_round_trips,
     survivor_updates_and_boilerplate_upserts,
-    erase_removes_record_shingles_and_its_merge_rows
+    erase_removes_record_shingles_and_its_merge_rows,
+    merges_since_filters_by_time_and_limits
 );
 
 #[test]
