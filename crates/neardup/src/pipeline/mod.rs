@@ -764,21 +764,19 @@ impl<S: Store> Deduper<S> {
     /// Completes a presearch with the records decided earlier in the same group: their
     /// index hits are found by a scan of the group (a few thousand fingerprints at most),
     /// merged in the index's order and cut at `max_candidates` as the index would.
-    fn complete_presearch(&self, prepared: &Prepared, mut found: Presearched) -> Vec<Match> {
+    fn complete_presearch(&self, prepared: &Prepared, mut hits: Vec<Match>) -> Vec<Match> {
         let (kind, max_distance, _) = self.search_rule(prepared.features);
         let q = prepared.fingerprint as u64;
-        let before = found.hits.len();
-        found
-            .hits
-            .extend(self.group.iter().filter_map(|&(h, fp, k)| {
-                let distance = (fp ^ q).count_ones();
-                (k == kind && distance <= max_distance).then_some(Match { distance, id: h })
-            }));
-        if found.hits.len() > before {
-            found.hits.sort_unstable();
-            found.hits.truncate(self.rule.max_candidates);
+        let before = hits.len();
+        hits.extend(self.group.iter().filter_map(|&(h, fp, k)| {
+            let distance = (fp ^ q).count_ones();
+            (k == kind && distance <= max_distance).then_some(Match { distance, id: h })
+        }));
+        if hits.len() > before {
+            hits.sort_unstable();
+            hits.truncate(self.rule.max_candidates);
         }
-        found.hits
+        hits
     }
 
     /// Whether the analysed record verifies (Jaccard >= `min_jaccard`) against every member
@@ -1156,9 +1154,8 @@ impl<S: Store> Deduper<S> {
             ));
         } else if features != Features::ExactOnly {
             let (ok, failed) = match found {
-                Some(mut found) => {
-                    let known = std::mem::take(&mut found.known);
-                    let hits = self.complete_presearch(&p, found);
+                Some(Presearched { hits, known }) => {
+                    let hits = self.complete_presearch(&p, hits);
                     self.verify_hits(&p, &hits, &known)?
                 }
                 None => self.verify_candidates(&p)?,
@@ -1215,20 +1212,20 @@ impl<S: Store> Deduper<S> {
             features,
         };
         self.remember(&stored);
-        match features {
-            Features::Words => self.index.insert(handle, p.fingerprint as u64)?,
-            Features::Chars => self.short_index.insert(handle, p.fingerprint as u64)?,
-            Features::ExactOnly => {}
-        }
-        // Later records of the window find this one by a scan, not in their presearch.
-        match features {
-            Features::Words => self
-                .group
-                .push((handle, p.fingerprint as u64, IndexKind::Words)),
-            Features::Chars => self
-                .group
-                .push((handle, p.fingerprint as u64, IndexKind::Chars)),
-            Features::ExactOnly => {}
+        let kind = match features {
+            Features::Words => {
+                self.index.insert(handle, p.fingerprint as u64)?;
+                Some(IndexKind::Words)
+            }
+            Features::Chars => {
+                self.short_index.insert(handle, p.fingerprint as u64)?;
+                Some(IndexKind::Chars)
+            }
+            Features::ExactOnly => None,
+        };
+        if let Some(kind) = kind {
+            // Later records of the window find this one by a scan, not in their presearch.
+            self.group.push((handle, p.fingerprint as u64, kind));
         }
         if indexed {
             self.pending.insert(handle, p.shingles.clone());
