@@ -9,6 +9,7 @@ use std::fmt;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use std::borrow::Cow;
 
@@ -301,62 +302,118 @@ fn invalid_utf8(e: std::str::Utf8Error) -> String {
     format!("invalid UTF-8 at byte {}", e.valid_up_to())
 }
 
+/// How much of an input is read at a time; lines are handed out as slices of these blocks.
+const BLOCK_BYTES: usize = 1 << 20;
+
+/// One line's bytes (without its line end), shared with the block it was read from: lines
+/// are handed on without a copy or an allocation of their own.
+#[derive(Debug, Clone)]
+pub struct LineBytes {
+    block: Arc<Vec<u8>>,
+    start: usize,
+    end: usize,
+}
+
+impl std::ops::Deref for LineBytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        &self.block[self.start..self.end]
+    }
+}
+
+/// Hands every non-blank line of `block` (from `first_line` on) to `f`; returns the number
+/// of lines it held.
+fn emit_lines(
+    block: Vec<u8>,
+    file: &Arc<str>,
+    first_line: u64,
+    f: &mut impl FnMut(Item) -> anyhow::Result<()>,
+) -> anyhow::Result<u64> {
+    let block = Arc::new(block);
+    let bytes = &block[..];
+    let mut line_no = first_line;
+    let mut start = 0;
+    while start < bytes.len() {
+        let next = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |i| start + i + 1);
+        let mut end = next;
+        while end > start && matches!(bytes[end - 1], b'\n' | b'\r') {
+            end -= 1;
+        }
+        line_no += 1;
+        // A blank line is no record.
+        if !bytes[start..end].iter().all(u8::is_ascii_whitespace) {
+            f(Item::Line {
+                file: file.clone(),
+                line: line_no,
+                bytes: LineBytes {
+                    block: block.clone(),
+                    start,
+                    end,
+                },
+            })?;
+        }
+        start = next;
+    }
+    Ok(line_no - first_line)
+}
+
 fn read_lines(
-    mut reader: Box<dyn BufRead>,
+    reader: Box<dyn BufRead>,
     name: &str,
     f: &mut impl FnMut(Item) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
+    read_lines_in_blocks(reader, name, BLOCK_BYTES, f)
+}
+
+/// Reads `block_bytes` at a time (more for a longer line) and hands on each block's lines.
+fn read_lines_in_blocks(
+    mut reader: impl Read,
+    name: &str,
+    block_bytes: usize,
+    f: &mut impl FnMut(Item) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let file: Arc<str> = Arc::from(name);
     let mut line_no = 0u64;
-    let file: std::sync::Arc<str> = std::sync::Arc::from(name);
+    // The tail of the last block after its last line end: the start of the next block.
+    let mut carry: Vec<u8> = Vec::new();
     loop {
-        let mut buf = Vec::new();
-        match read_line(&mut *reader, &mut buf) {
-            Ok(0) => return Ok(()),
-            Ok(_) => {}
+        let mut block = Vec::with_capacity((carry.len() * 2).max(block_bytes));
+        block.append(&mut carry);
+        let want = (block.capacity() - block.len()) as u64;
+        // read_to_end on a Take reads until the block is full or the input ends, without
+        // zeroing the block first; what it read before an error is in the block.
+        let eof = match (&mut reader).take(want).read_to_end(&mut block) {
+            Ok(n) => (n as u64) < want,
             Err(e) => {
+                // What was read whole is still used; the rest is one reject.
+                let complete = memchr::memrchr(b'\n', &block).map_or(0, |i| i + 1);
+                block.truncate(complete);
+                line_no += emit_lines(block, &file, line_no, f)?;
                 return f(Item::Done(Err(Reject {
                     origin: Origin {
                         file: file.to_string(),
                         line: Some(line_no + 1),
                     },
                     reason: format!("cannot read: {e}"),
-                })))
+                })));
             }
+        };
+        if !eof {
+            match memchr::memrchr(b'\n', &block) {
+                Some(i) => carry.extend_from_slice(&block[i + 1..]),
+                // A line longer than the block: read on into a larger one.
+                None => {
+                    carry = block;
+                    continue;
+                }
+            }
+            block.truncate(block.len() - carry.len());
         }
-        line_no += 1;
-        while matches!(buf.last(), Some(b'\n' | b'\r')) {
-            buf.pop();
+        line_no += emit_lines(block, &file, line_no, f)?;
+        if eof {
+            return Ok(());
         }
-        if buf.iter().all(u8::is_ascii_whitespace) {
-            continue; // a blank line is no record
-        }
-        f(Item::Line {
-            file: file.clone(),
-            line: line_no,
-            bytes: buf,
-        })?;
-    }
-}
-
-/// Reads one line (with its `\n`, if any) into `buf` like [`BufRead::read_until`], but a line
-/// that lies whole in the reader's buffer is copied once into an exactly sized vector instead
-/// of growing `buf` by doubling.
-fn read_line(reader: &mut dyn BufRead, buf: &mut Vec<u8>) -> io::Result<usize> {
-    let available = loop {
-        match reader.fill_buf() {
-            Ok(b) => break b,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        }
-    };
-    match memchr::memchr(b'\n', available) {
-        Some(i) => {
-            buf.reserve_exact(i + 1);
-            buf.extend_from_slice(&available[..=i]);
-            reader.consume(i + 1);
-            Ok(i + 1)
-        }
-        None => reader.read_until(b'\n', buf),
     }
 }
 
@@ -371,7 +428,7 @@ pub enum Item {
         /// Its 1-based line number.
         line: u64,
         /// Its bytes, without the line end.
-        bytes: Vec<u8>,
+        bytes: LineBytes,
     },
     /// A finished record or reject.
     Done(Result<Record, Reject>),
@@ -387,12 +444,12 @@ impl Item {
                     file: file.to_string(),
                     line: Some(line),
                 };
-                let text = match String::from_utf8(bytes) {
-                    Ok(s) => s,
+                let text = match std::str::from_utf8(&bytes) {
+                    Ok(s) => s.to_owned(),
                     Err(e) => {
                         return Err(Reject {
                             origin,
-                            reason: invalid_utf8(e.utf8_error()),
+                            reason: invalid_utf8(e),
                         })
                     }
                 };
@@ -635,4 +692,78 @@ pub fn probe_host(bytes: &[u8], args: &InputArgs) -> Option<String> {
     host.map(|h| h.trim().to_ascii_lowercase())
         .filter(|h| !h.is_empty())
         .or_else(|| url.as_deref().and_then(neardup::record::host_of))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Yields its bytes a few at a time, then fails once if asked to.
+    struct Trickle {
+        data: Vec<u8>,
+        at: usize,
+        fail_at_end: bool,
+    }
+
+    impl Read for Trickle {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            if self.at == self.data.len() && self.fail_at_end {
+                self.fail_at_end = false;
+                return Err(io::Error::other("disk on fire"));
+            }
+            let n = buf.len().min(3).min(self.data.len() - self.at);
+            buf[..n].copy_from_slice(&self.data[self.at..self.at + n]);
+            self.at += n;
+            Ok(n)
+        }
+    }
+
+    fn lines(data: &str, block: usize, fail: bool) -> Vec<(Option<u64>, String)> {
+        let mut got = Vec::new();
+        let reader = Trickle {
+            data: data.as_bytes().to_vec(),
+            at: 0,
+            fail_at_end: fail,
+        };
+        read_lines_in_blocks(reader, "in", block, &mut |item| {
+            got.push(match item {
+                Item::Line { line, bytes, .. } => {
+                    (Some(line), String::from_utf8(bytes.to_vec()).unwrap())
+                }
+                Item::Done(Err(r)) => (r.origin.line, r.reason),
+                Item::Done(Ok(_)) => unreachable!("lines are handed on unparsed"),
+            });
+            Ok(())
+        })
+        .unwrap();
+        got
+    }
+
+    #[test]
+    fn lines_are_cut_the_same_whatever_the_block_size() {
+        let long = "x".repeat(50);
+        let data = format!("one\r\n\n  \ntwo\n{long}\nlast");
+        let want = vec![
+            (Some(1), "one".to_owned()),
+            (Some(4), "two".to_owned()),
+            (Some(5), long.clone()),
+            (Some(6), "last".to_owned()),
+        ];
+        // Blocks smaller than a line, than the long line, and larger than everything.
+        for block in [1, 4, 8, 49, 50, 51, 64, 1 << 20] {
+            assert_eq!(lines(&data, block, false), want, "block of {block} bytes");
+        }
+    }
+
+    #[test]
+    fn a_read_error_keeps_the_whole_lines_read_and_names_the_next() {
+        let got = lines("a\nb\npartial", 4, true);
+        assert_eq!(
+            got[..2],
+            [(Some(1), "a".to_owned()), (Some(2), "b".to_owned())]
+        );
+        assert_eq!(got[2].0, Some(3));
+        assert!(got[2].1.contains("disk on fire"), "{got:?}");
+        assert_eq!(got.len(), 3);
+    }
 }

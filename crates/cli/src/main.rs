@@ -8,6 +8,11 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// mimalloc instead of the system allocator: records are built and dropped by the
+/// million across threads, and glibc's malloc spent about 15% of a dedup run's CPU.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let args = args::Cli::parse();
     match cmd::run(args) {
