@@ -292,14 +292,14 @@ fn read_document(
         }
         Err(e) => f(Item::Done(Err(Reject {
             origin,
-            reason: invalid_utf8(e.utf8_error()),
+            reason: invalid_utf8(e.utf8_error().valid_up_to()),
         }))),
     }
 }
 
-fn invalid_utf8(e: std::str::Utf8Error) -> String {
+fn invalid_utf8(valid_up_to: usize) -> String {
     // Lines are read as bytes and checked here, so the error names the line's own offset.
-    format!("invalid UTF-8 at byte {}", e.valid_up_to())
+    format!("invalid UTF-8 at byte {valid_up_to}")
 }
 
 /// How much of an input is read at a time; lines are handed out as slices of these blocks.
@@ -356,6 +356,23 @@ fn emit_lines(
         start = next;
     }
     Ok(line_no - first_line)
+}
+
+/// Calls `f` with every non-blank line of `reader`, read in blocks like the inputs; for
+/// files this program wrote itself, so a read error ends the walk with an error.
+///
+/// # Errors
+/// A read error, or what `f` returns.
+pub fn for_each_line(
+    reader: impl Read,
+    name: &str,
+    mut f: impl FnMut(LineBytes) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    read_lines_in_blocks(reader, name, BLOCK_BYTES, &mut |item| match item {
+        Item::Line { bytes, .. } => f(bytes),
+        Item::Done(Err(reject)) => anyhow::bail!("{reject}"),
+        Item::Done(Ok(record)) => anyhow::bail!("{}: not a line", record.origin),
+    })
 }
 
 fn read_lines(
@@ -444,12 +461,13 @@ impl Item {
                     file: file.to_string(),
                     line: Some(line),
                 };
-                let text = match std::str::from_utf8(&bytes) {
+                // simdutf8: the same check as std's, several times faster on long lines.
+                let text = match simdutf8::compat::from_utf8(&bytes) {
                     Ok(s) => s.to_owned(),
                     Err(e) => {
                         return Err(Reject {
                             origin,
-                            reason: invalid_utf8(e),
+                            reason: invalid_utf8(e.valid_up_to()),
                         })
                     }
                 };

@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter, IsTerminal, Write};
+use std::io::{BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -462,12 +462,17 @@ fn spawn_reader<'scope>(
     (reader, rx)
 }
 
-/// A spooled record's kept.jsonl line, with its id, when it survives: its object with the
-/// cluster's keys added.
-fn render_kept(
-    line: &str,
-    deduper: &Deduper<Box<dyn Store>>,
-) -> anyhow::Result<Option<(String, Vec<u8>)>> {
+/// A survivor's kept.jsonl line: `line[body]` (its object as read, up to before the closing
+/// brace) followed by `tail` (the cluster's keys and the closing brace).
+struct KeptLine {
+    id: String,
+    body: std::ops::Range<usize>,
+    tail: Vec<u8>,
+}
+
+/// A spooled record's kept.jsonl line, when it survives: its object with the cluster's keys
+/// added. The object itself is not copied: the caller writes it from the spool's line.
+fn render_kept(line: &str, deduper: &Deduper<Box<dyn Store>>) -> anyhow::Result<Option<KeptLine>> {
     let mut parts = line.splitn(4, '\t');
     let (Some(id), Some(origin), Some(language), Some(object)) =
         (parts.next(), parts.next(), parts.next(), parts.next())
@@ -485,24 +490,15 @@ fn render_kept(
     let Some(cluster) = deduper.cluster_of(&id) else {
         return Ok(None);
     };
-    let mut added = format!(
-        "\"source_urls\":{},\"first_seen\":{},\"cluster_size\":{},\"neardup_fingerprint\":{}",
-        serde_json::to_string(&cluster.source_urls)?,
-        serde_json::to_string(&cluster.first_seen.to_rfc3339())?,
-        cluster.members.len(),
-        serde_json::to_string(&deduper.fingerprint_of(&id))?,
-    );
-    if language != "null" {
-        added.push_str(",\"neardup_language\":");
-        added.push_str(language);
-    }
-    let mut out = Vec::with_capacity(object.len() + added.len() + 64);
-    if object == "null" {
+    let mut tail = Vec::with_capacity(256);
+    let object_at = line.len() - object.len();
+    let body = if object == "null" {
         write!(
-            out,
-            "{{\"id\":{},\"source\":{origin},{added}}}",
+            tail,
+            "{{\"id\":{},\"source\":{origin},",
             serde_json::to_string(&id)?
         )?;
+        0..0
     } else {
         // The object as read (its own copies of the added keys were removed before it was
         // spooled): up to its closing brace, then ours.
@@ -510,15 +506,49 @@ fn render_kept(
             .strip_suffix('}')
             .context("a spooled object is not a JSON object")?
             .trim_end();
-        out.extend_from_slice(body.as_bytes());
         if !body.ends_with('{') {
-            out.push(b',');
+            tail.push(b',');
         }
-        out.extend_from_slice(added.as_bytes());
-        out.push(b'}');
+        object_at..object_at + body.len()
+    };
+    write!(
+        tail,
+        "\"source_urls\":{},\"first_seen\":{},\"cluster_size\":{},\"neardup_fingerprint\":{}",
+        serde_json::to_string(&cluster.source_urls)?,
+        serde_json::to_string(&cluster.first_seen.to_rfc3339())?,
+        cluster.members.len(),
+        serde_json::to_string(&deduper.fingerprint_of(&id))?,
+    )?;
+    if language != "null" {
+        tail.extend_from_slice(b",\"neardup_language\":");
+        tail.extend_from_slice(language.as_bytes());
     }
-    out.push(b'\n');
-    Ok(Some((id, out)))
+    tail.extend_from_slice(b"}\n");
+    Ok(Some(KeptLine { id, body, tail }))
+}
+
+/// Renders a chunk of spool lines in parallel and writes the survivors' lines in order (each
+/// id once); returns how many it wrote.
+fn write_kept_chunk(
+    chunk: &[input::LineBytes],
+    deduper: &Deduper<Box<dyn Store>>,
+    out: &mut impl Write,
+    written: &mut HashSet<String>,
+) -> anyhow::Result<u64> {
+    let rendered: Vec<Option<KeptLine>> = chunk
+        .par_iter()
+        .map(|line| render_kept(simdutf8::basic::from_utf8(line)?, deduper))
+        .collect::<anyhow::Result<_>>()?;
+    let mut kept = 0;
+    for (line, k) in chunk.iter().zip(rendered) {
+        let Some(k) = k else { continue };
+        if written.insert(k.id) {
+            out.write_all(&line[k.body])?;
+            out.write_all(&k.tail)?;
+            kept += 1;
+        }
+    }
+    Ok(kept)
 }
 
 fn learn_boilerplate(
@@ -581,6 +611,10 @@ fn learn_boilerplate(
     Ok(())
 }
 
+/// Buffer of each output file: records are kilobytes long, so an 8 KiB buffer would write
+/// nearly every record with a system call of its own.
+const OUTPUT_BUFFER: usize = 1 << 20;
+
 /// The output files.
 struct Outputs {
     dir: PathBuf,
@@ -593,7 +627,8 @@ impl Outputs {
     fn create(dir: &Path) -> anyhow::Result<Outputs> {
         let open = |name: &str| -> anyhow::Result<BufWriter<File>> {
             let path = dir.join(name);
-            Ok(BufWriter::new(
+            Ok(BufWriter::with_capacity(
+                OUTPUT_BUFFER,
                 File::create(&path).with_context(|| format!("creating {}", path.display()))?,
             ))
         };
@@ -727,31 +762,29 @@ impl RunState {
     ) -> anyhow::Result<(u64, u64)> {
         self.out.spool.flush()?;
         let dir = self.out.dir.clone();
-        let mut kept_out = BufWriter::new(File::create(dir.join("kept.jsonl"))?);
-        let spool = BufReader::new(File::open(dir.join(".kept.spool"))?);
+        let mut kept_out =
+            BufWriter::with_capacity(OUTPUT_BUFFER, File::create(dir.join("kept.jsonl"))?);
+        let spool = File::open(dir.join(".kept.spool"))?;
         let mut kept = 0u64;
         let mut written: HashSet<String> = HashSet::new();
         // Lines are rendered in parallel, chunk by chunk, and written in spool order.
-        let mut lines = spool.lines();
-        loop {
-            let chunk: Vec<String> = lines.by_ref().take(8192).collect::<Result<_, _>>()?;
-            if chunk.is_empty() {
-                break;
+        let mut chunk = Vec::with_capacity(8192);
+        input::for_each_line(spool, ".kept.spool", |line| {
+            chunk.push(line);
+            if chunk.len() == chunk.capacity() {
+                kept += write_kept_chunk(&chunk, deduper, &mut kept_out, &mut written)?;
+                chunk.clear();
             }
-            let rendered: Vec<Option<(String, Vec<u8>)>> = chunk
-                .par_iter()
-                .map(|line| render_kept(line, deduper))
-                .collect::<anyhow::Result<_>>()
-                .with_context(|| format!("corrupt spool in {}", dir.display()))?;
-            for (id, bytes) in rendered.into_iter().flatten() {
-                if written.insert(id) {
-                    kept_out.write_all(&bytes)?;
-                    kept += 1;
-                }
-            }
-        }
+            Ok(())
+        })
+        .and_then(|()| {
+            kept += write_kept_chunk(&chunk, deduper, &mut kept_out, &mut written)?;
+            Ok(())
+        })
+        .with_context(|| format!("corrupt spool in {}", dir.display()))?;
         kept_out.flush()?;
-        let mut clusters_out = BufWriter::new(File::create(dir.join("clusters.jsonl"))?);
+        let mut clusters_out =
+            BufWriter::with_capacity(OUTPUT_BUFFER, File::create(dir.join("clusters.jsonl"))?);
         let mut seen: HashSet<&str> = HashSet::new();
         let mut order: Vec<&str> = Vec::new();
         let mut merged = 0u64;

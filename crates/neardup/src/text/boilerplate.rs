@@ -274,10 +274,12 @@ impl BoilerplateLearner {
 
     /// The learned sets of hosts with enough pages: (host, pages seen, sorted shingles).
     pub fn finish(self) -> Vec<(String, u64, Vec<u64>)> {
+        use rayon::prelude::*;
         let width = self.bucket_width();
+        // Hosts are finished in parallel: each flushes and sorts its last bucket.
         let mut out: Vec<(String, u64, Vec<u64>)> = self
             .hosts
-            .into_iter()
+            .into_par_iter()
             .filter(|(_, s)| s.pages >= self.min_pages)
             .map(|(host, mut s)| {
                 s.end_bucket(width, false);
