@@ -57,8 +57,9 @@ pub struct Record {
     pub first_seen: Option<String>,
     /// Retention class.
     pub retention_class: Option<String>,
-    /// The JSON object it was read from (JSONL only), as read, for outputs that extend it.
-    pub object: Option<String>,
+    /// The JSON object it was read from (JSONL only), as read, for outputs that extend it:
+    /// the line itself, valid UTF-8, not a copy.
+    pub object: Option<LineBytes>,
 }
 
 /// An input that could not be used, and why.
@@ -314,6 +315,20 @@ pub struct LineBytes {
     end: usize,
 }
 
+impl LineBytes {
+    /// The same line without leading and trailing ASCII whitespace.
+    pub fn trimmed(mut self) -> LineBytes {
+        let bytes = &self.block[..];
+        while self.start < self.end && bytes[self.start].is_ascii_whitespace() {
+            self.start += 1;
+        }
+        while self.end > self.start && bytes[self.end - 1].is_ascii_whitespace() {
+            self.end -= 1;
+        }
+        self
+    }
+}
+
 impl std::ops::Deref for LineBytes {
     type Target = [u8];
 
@@ -463,7 +478,7 @@ impl Item {
                 };
                 // simdutf8: the same check as std's, several times faster on long lines.
                 let text = match simdutf8::compat::from_utf8(&bytes) {
-                    Ok(s) => s.to_owned(),
+                    Ok(s) => s,
                     Err(e) => {
                         return Err(Reject {
                             origin,
@@ -472,12 +487,12 @@ impl Item {
                     }
                 };
                 if args.jsonl {
-                    parse_json_record(text, origin, args)
+                    parse_json_record(text, bytes.clone(), origin, args)
                 } else {
                     Ok(Record {
                         origin,
                         id: line.to_string(),
-                        fields: vec![("text".to_owned(), text)],
+                        fields: vec![("text".to_owned(), text.to_owned())],
                         url: None,
                         host: None,
                         first_seen: None,
@@ -575,13 +590,19 @@ impl<'de> serde::de::Visitor<'de> for CowVisitor {
     }
 }
 
-fn parse_json_record(line: String, origin: Origin, args: &InputArgs) -> Result<Record, Reject> {
+/// Parses `line`, whose bytes are `object` (kept as the record's object).
+fn parse_json_record(
+    line: &str,
+    object: LineBytes,
+    origin: Origin,
+    args: &InputArgs,
+) -> Result<Record, Reject> {
     let reject = |reason: String| Reject {
         origin: origin.clone(),
         reason,
     };
     let (id, fields, url, host, first_seen, retention_class) = {
-        let obj = Members::parse(&line).map_err(reject)?;
+        let obj = Members::parse(line).map_err(reject)?;
         let id = match obj.get(&args.id_field) {
             None => origin.line.map_or_else(String::new, |l| l.to_string()),
             Some(raw) => match kind(raw) {
@@ -649,7 +670,7 @@ fn parse_json_record(line: String, origin: Origin, args: &InputArgs) -> Result<R
         host,
         first_seen,
         retention_class,
-        object: Some(line),
+        object: Some(object),
         origin,
     })
 }

@@ -67,7 +67,7 @@ pub struct DedupArgs {
 /// One chunk of input, parsed and analysed, waiting for its decisions.
 struct Analysed {
     records: Vec<Record>,
-    extras: Vec<(Option<String>, String)>,
+    extras: Vec<(Option<SpoolObject>, String)>,
     prepared: Vec<neardup::pipeline::PreparedRecord>,
     rejects: Vec<Reject>,
     inputs: u64,
@@ -141,7 +141,23 @@ fn finish(
 
 /// A record waiting for its batch: the library record, its JSON object serialised without
 /// the keys kept.jsonl adds (for kept.jsonl) and where it came from.
-type Pending = (Record, Option<String>, String);
+type Pending = (Record, Option<SpoolObject>, String);
+
+/// A record's JSON object for kept.jsonl: its line as read, or rewritten without the keys
+/// kept.jsonl sets.
+enum SpoolObject {
+    AsRead(input::LineBytes),
+    Rewritten(String),
+}
+
+impl SpoolObject {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            SpoolObject::AsRead(line) => line,
+            SpoolObject::Rewritten(s) => s.as_bytes(),
+        }
+    }
+}
 
 /// The keys kept.jsonl sets on each surviving record (an input's own values are replaced).
 const KEPT_KEYS: [&str; 5] = [
@@ -413,22 +429,19 @@ fn convert(r: input::Record, args: &InputArgs) -> Result<Pending, Reject> {
 
 /// A record's JSON object (valid, as read) without the keys kept.jsonl sets. Objects that
 /// cannot hold one of them (the common case) are kept as read, only trimmed.
-fn without_kept_keys(object: String) -> Result<String, String> {
-    let quoted = |k: &str| format!("\"{k}\"");
-    if !KEPT_KEYS.iter().any(|k| object.contains(&quoted(k))) {
-        let trimmed = object.trim();
-        return Ok(if trimmed.len() == object.len() {
-            object
-        } else {
-            trimmed.to_owned()
-        });
+fn without_kept_keys(object: input::LineBytes) -> Result<SpoolObject, String> {
+    let holds = |k: &str| memchr::memmem::find(&object, format!("\"{k}\"").as_bytes()).is_some();
+    if !KEPT_KEYS.iter().any(|k| holds(k)) {
+        return Ok(SpoolObject::AsRead(object.trimmed()));
     }
     let mut o: serde_json::Map<String, Value> =
-        serde_json::from_str(&object).map_err(|e| format!("malformed JSON: {e}"))?;
+        serde_json::from_slice(&object).map_err(|e| format!("malformed JSON: {e}"))?;
     for k in KEPT_KEYS {
         o.remove(k);
     }
-    serde_json::to_string(&o).map_err(|e| format!("cannot write the record back: {e}"))
+    serde_json::to_string(&o)
+        .map(SpoolObject::Rewritten)
+        .map_err(|e| format!("cannot write the record back: {e}"))
 }
 
 /// A reader thread streaming the input in chunks of `size` raw items through a channel
@@ -687,7 +700,7 @@ impl RunState {
     fn spool(
         &mut self,
         id: &str,
-        object: Option<String>,
+        object: Option<SpoolObject>,
         origin: &str,
         language: Option<&str>,
     ) -> anyhow::Result<()> {
@@ -698,7 +711,7 @@ impl RunState {
         w.write_all(b"\t")?;
         serde_json::to_writer(&mut *w, &language)?;
         w.write_all(b"\t")?;
-        w.write_all(object.as_deref().unwrap_or("null").as_bytes())?;
+        w.write_all(object.as_ref().map_or(&b"null"[..], SpoolObject::bytes))?;
         w.write_all(b"\n")?;
         Ok(())
     }
@@ -706,7 +719,7 @@ impl RunState {
     fn record_outcome(
         &mut self,
         record: &Record,
-        object: Option<String>,
+        object: Option<SpoolObject>,
         origin: &str,
         outcome: neardup::Outcome,
     ) -> anyhow::Result<()> {
