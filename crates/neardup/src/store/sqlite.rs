@@ -124,6 +124,8 @@ impl SqliteStore {
             .map_err(err)?;
         conn.pragma_update(None, "foreign_keys", "ON")
             .map_err(err)?;
+        conn.pragma_update(None, "wal_autocheckpoint", CHECKPOINT_PAGES)
+            .map_err(err)?;
         conn.busy_timeout(std::time::Duration::from_secs(10))
             .map_err(err)?;
         conn.execute_batch(SCHEMA).map_err(err)?;
@@ -310,6 +312,14 @@ impl SqliteStore {
 fn ids_to_blob(ids: &[u32]) -> Vec<u8> {
     ids.iter().flat_map(|i| i.to_le_bytes()).collect()
 }
+
+/// WAL pages after which a commit checkpoints the WAL into the database file (SQLite's
+/// default is 1,000). The commit that checkpoints also copies and syncs, so a checkpoint is
+/// the tail of the service's insert latency; smaller, more frequent ones shorten it: side
+/// by side, 4 runs each, insert p99 11.1-14.1 ms against 14.4-18.1 ms at 1,000 (p90 about
+/// 1 ms higher, throughput the same; 4,000 and 10,000 pages made p99 30-60 ms). Batch runs
+/// commit thousands of pages at a time and checkpoint after every commit either way.
+const CHECKPOINT_PAGES: i64 = 250;
 
 /// How many read-only connections a store keeps for verification reads.
 const READERS: usize = 4;

@@ -300,3 +300,32 @@ fn sqlite_closes_with_everything_in_the_database_file() {
     let store = crate::store::SqliteStore::open(&copy).unwrap();
     assert_eq!(loaded(&store).len(), 40);
 }
+
+#[test]
+fn sqlite_checkpoints_small_commits_early() {
+    // Commits checkpoint the WAL every CHECKPOINT_PAGES pages, not SQLite's default 1,000:
+    // 50 small commits (~8 pages each) must reach the database file while the store is open.
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let path = tmp.path().join("s.db");
+    let mut s = crate::store::SqliteStore::open(&path).unwrap();
+    for h in 1..=50u64 {
+        let mut r = record(h, &format!("r{h}"), h);
+        r.shingles = (0..2000).map(|i| i * 7 + h as u32).collect(); // 8 KB: 2+ pages
+        let batch = Batch {
+            records: vec![r],
+            ..Batch::default()
+        };
+        s.commit(&batch).unwrap();
+    }
+    let copy = tmp.path().join("copy.db");
+    std::fs::copy(&path, &copy).unwrap();
+    let in_file: i64 = rusqlite::Connection::open(&copy)
+        .unwrap()
+        .query_row("SELECT count(*) FROM records", [], |r| r.get(0))
+        .unwrap_or(0);
+    assert!(
+        in_file >= 25,
+        "only {in_file} of 50 committed records reached the database file"
+    );
+    drop(s);
+}
