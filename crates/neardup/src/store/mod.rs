@@ -257,10 +257,46 @@ impl<T: Store + ?Sized> Store for Box<T> {
     }
 }
 
-/// Whether a merge-log entry was logged at or after `since` (an unparseable time counts as
-/// recent).
-pub(crate) fn logged_since(m: &MergeLogEntry, since: Option<Timestamp>) -> bool {
-    since.is_none_or(|s| Timestamp::parse_rfc3339(&m.at).map_or(true, |at| at >= s))
+/// What [`Store::merges_since`] hands on: entries logged at or after `since` (an
+/// unparseable time counts as recent), at most `limit` of them. Backends offer it the log
+/// oldest first and stop when it refuses an entry.
+pub(crate) struct MergesSince<'a> {
+    since: Option<Timestamp>,
+    limit: usize,
+    taken: usize,
+    f: &'a mut dyn FnMut(MergeLogEntry),
+}
+
+impl<'a> MergesSince<'a> {
+    pub(crate) fn new(
+        since: Option<Timestamp>,
+        limit: usize,
+        f: &'a mut dyn FnMut(MergeLogEntry),
+    ) -> Self {
+        MergesSince {
+            since,
+            limit,
+            taken: 0,
+            f,
+        }
+    }
+
+    /// Hands `m` on if it is recent enough; false when it is beyond the limit (more were
+    /// left out: the caller stops).
+    pub(crate) fn offer(&mut self, m: MergeLogEntry) -> bool {
+        let recent = self
+            .since
+            .is_none_or(|s| Timestamp::parse_rfc3339(&m.at).map_or(true, |at| at >= s));
+        if !recent {
+            return true;
+        }
+        if self.taken == self.limit {
+            return false;
+        }
+        self.taken += 1;
+        (self.f)(m);
+        true
+    }
 }
 
 /// The persistence interface of the pipeline. Implemented by [`SqliteStore`] (the embedded
@@ -330,16 +366,11 @@ pub trait Store: Send + Sync {
         limit: usize,
         f: &mut dyn FnMut(MergeLogEntry),
     ) -> Result<bool> {
-        let (mut n, mut truncated) = (0usize, false);
+        let mut take = MergesSince::new(since, limit, f);
+        let mut truncated = false;
         self.merges(&mut |m| {
-            if !logged_since(&m, since) {
-                return;
-            }
-            if n < limit {
-                n += 1;
-                f(m);
-            } else {
-                truncated = true;
+            if !truncated {
+                truncated = !take.offer(m);
             }
         })?;
         Ok(truncated)

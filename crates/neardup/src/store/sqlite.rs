@@ -458,7 +458,7 @@ impl Store for SqliteStore {
     ) -> Result<bool> {
         // Times are RFC 3339 text with a variable fraction ("...:07Z", "...:07.5Z"), so the
         // text comparison is only a prefilter on the whole second (SQLite skips older rows
-        // without building them); the exact test is `logged_since`.
+        // without building them); the exact test is `MergesSince::offer`.
         let second = since.map_or_else(String::new, |s| {
             s.to_rfc3339()
                 .chars()
@@ -473,7 +473,7 @@ impl Store for SqliteStore {
             )
             .map_err(|e| self.err(e))?;
         let mut rows = stmt.query([&second]).map_err(|e| self.err(e))?;
-        let mut n = 0usize;
+        let mut take = super::MergesSince::new(since, limit, f);
         while let Some(row) = rows.next().map_err(|e| self.err(e))? {
             let entry = (|| -> rusqlite::Result<MergeLogEntry> {
                 let urls: String = row.get(7)?;
@@ -490,14 +490,9 @@ impl Store for SqliteStore {
                 })
             })()
             .map_err(|e| self.err(e))?;
-            if !super::logged_since(&entry, since) {
-                continue;
-            }
-            if n == limit {
+            if !take.offer(entry) {
                 return Ok(true);
             }
-            n += 1;
-            f(entry);
         }
         Ok(false)
     }
