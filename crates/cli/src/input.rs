@@ -7,7 +7,7 @@
 
 use std::fmt;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -146,9 +146,11 @@ fn reject_file(
     })))
 }
 
-fn open(path: &Path) -> Result<Box<dyn BufRead>, String> {
+/// Opens an input for reading. No buffer of its own: lines are read in large blocks and
+/// documents whole, and the decompressors buffer their compressed input themselves.
+fn open(path: &Path) -> Result<Box<dyn Read>, String> {
     if path == Path::new("-") {
-        return Ok(Box::new(BufReader::new(io::stdin())));
+        return Ok(Box::new(io::stdin()));
     }
     let file = File::open(path).map_err(|e| format!("cannot open: {e}"))?;
     let ext = path
@@ -157,20 +159,16 @@ fn open(path: &Path) -> Result<Box<dyn BufRead>, String> {
         .unwrap_or("")
         .to_ascii_lowercase();
     Ok(match ext.as_str() {
-        "gz" => Box::new(BufReader::with_capacity(
-            1 << 16,
-            flate2::read::MultiGzDecoder::new(file),
-        )),
-        "zst" => Box::new(BufReader::with_capacity(
-            1 << 16,
+        "gz" => Box::new(flate2::read::MultiGzDecoder::new(file)),
+        "zst" => Box::new(
             zstd::stream::read::Decoder::new(file).map_err(|e| format!("cannot open: {e}"))?,
-        )),
+        ),
         "bz2" | "xz" | "lz4" | "lzma" | "br" | "z" | "zip" | "7z" => {
             return Err(format!(
                 "unknown compression .{ext}: use plain, .gz or .zst input"
             ))
         }
-        _ => Box::new(BufReader::with_capacity(1 << 18, file)),
+        _ => Box::new(file),
     })
 }
 
@@ -189,7 +187,7 @@ fn read_path(
         Err(reason) => return reject_file(&name, reason, f),
     };
     if args.jsonl || args.lines {
-        read_lines(reader, &name, f)
+        read_lines_in_blocks(reader, &name, BLOCK_BYTES, f)
     } else {
         let html = is_html(path);
         read_document(reader, name.clone(), name, html, f)
@@ -256,7 +254,7 @@ fn read_directory(
 }
 
 fn read_document(
-    mut reader: Box<dyn BufRead>,
+    mut reader: Box<dyn Read>,
     name: String,
     id: String,
     html: bool,
@@ -388,14 +386,6 @@ pub fn for_each_line(
         Item::Done(Err(reject)) => anyhow::bail!("{reject}"),
         Item::Done(Ok(record)) => anyhow::bail!("{}: not a line", record.origin),
     })
-}
-
-fn read_lines(
-    reader: Box<dyn BufRead>,
-    name: &str,
-    f: &mut impl FnMut(Item) -> anyhow::Result<()>,
-) -> anyhow::Result<()> {
-    read_lines_in_blocks(reader, name, BLOCK_BYTES, f)
 }
 
 /// Reads `block_bytes` at a time (more for a longer line) and hands on each block's lines.
