@@ -20,14 +20,18 @@
 //!   key bits when the key is that short: a CSR layout), so a lookup is one directory read
 //!   plus at most a short binary search, instead of a search over the whole table.
 //!
-//! Inserts go to a buffer that every query scans linearly; it is merged into the tables
-//! in one sequential pass when full, so the per-insert cost stays amortised. Removal
+//! Inserts go to a buffer that every query scans linearly; when full it is merged into the
+//! tables in one sequential pass on a thread of its own, so an insert never waits for a
+//! merge: the full buffer is frozen (queries scan it too) and a fresh one takes the inserts
+//! until the merged tables are swapped in. Removal
 //! marks the row dead at once (queries check liveness on every hit, and the row's
 //! fingerprint and id are overwritten); merges drop dead entries from the tables and
 //! compaction renumbers the rows, so erased data really leaves memory.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
 
 use rayon::prelude::*;
 
@@ -596,10 +600,25 @@ impl Radii<'_> {
     }
 }
 
+/// A buffer being merged into the tables on its own thread.
+#[derive(Debug)]
+struct PendingMerge {
+    /// The frozen buffer: queries scan it until the merged tables are installed.
+    fps: Vec<u64>,
+    rows: Vec<u32>,
+    /// The merged tables hold every live row below this (the row count when frozen).
+    end: u32,
+    /// Rows below `end` removed after the merge read the liveness bitmap: the merged
+    /// tables still hold their entries, so they become the tables' tombstones.
+    removed_since: usize,
+    handle: JoinHandle<Vec<SortedTable>>,
+}
+
 /// Rows, tables, buffer and tombstones; the indexes wrap it with their layout and radii.
 #[derive(Debug)]
 pub(crate) struct TableSet {
-    tables: Vec<SortedTable>,
+    /// Shared with a background merge, which reads them while queries go on.
+    tables: Arc<Vec<SortedTable>>,
     row_fps: Vec<u64>,
     row_ids: Vec<u64>,
     live: Vec<u64>,
@@ -609,6 +628,9 @@ pub(crate) struct TableSet {
     buffer_fps: Vec<u64>,
     buffer_rows: Vec<u32>,
     buffer_capacity: Option<usize>,
+    /// A frozen buffer being merged, with rows from `tabled_rows` on; the live buffer then
+    /// holds the rows from its `end` on.
+    pending: Option<PendingMerge>,
     candidate_cap: Option<usize>,
     capped_total: AtomicU64,
     /// Dead rows below `tabled_rows` whose entries are still in the tables.
@@ -618,17 +640,26 @@ pub(crate) struct TableSet {
 }
 
 impl Clone for TableSet {
+    /// A copy sharing the (immutable) tables; a merge in progress is not copied, its
+    /// frozen buffer is: the copy holds it in its own buffer.
     fn clone(&self) -> Self {
+        let (mut buffer_fps, mut buffer_rows) = match &self.pending {
+            Some(p) => (p.fps.clone(), p.rows.clone()),
+            None => (Vec::new(), Vec::new()),
+        };
+        buffer_fps.extend_from_slice(&self.buffer_fps);
+        buffer_rows.extend_from_slice(&self.buffer_rows);
         TableSet {
-            tables: self.tables.clone(),
+            tables: Arc::clone(&self.tables),
             row_fps: self.row_fps.clone(),
             row_ids: self.row_ids.clone(),
             live: self.live.clone(),
             by_id: self.by_id.clone(),
             tabled_rows: self.tabled_rows,
-            buffer_fps: self.buffer_fps.clone(),
-            buffer_rows: self.buffer_rows.clone(),
+            buffer_fps,
+            buffer_rows,
             buffer_capacity: self.buffer_capacity,
+            pending: None,
             candidate_cap: self.candidate_cap,
             capped_total: AtomicU64::new(self.capped_total.load(Ordering::Relaxed)),
             tombstones: self.tombstones,
@@ -648,7 +679,7 @@ impl TableSet {
         candidate_cap: Option<usize>,
     ) -> Self {
         TableSet {
-            tables: keys.into_iter().map(SortedTable::empty).collect(),
+            tables: Arc::new(keys.into_iter().map(SortedTable::empty).collect()),
             row_fps: Vec::new(),
             row_ids: Vec::new(),
             live: Vec::new(),
@@ -657,6 +688,7 @@ impl TableSet {
             buffer_fps: Vec::new(),
             buffer_rows: Vec::new(),
             buffer_capacity,
+            pending: None,
             candidate_cap,
             capped_total: AtomicU64::new(0),
             tombstones: 0,
@@ -708,8 +740,17 @@ impl TableSet {
         let row = self.push_row(id, fp)?;
         self.buffer_fps.push(fp);
         self.buffer_rows.push(row);
-        if self.buffer_fps.len() >= self.buffer_limit() {
-            self.merge_buffer();
+        self.poll_merge();
+        let limit = self.buffer_limit();
+        if self.buffer_fps.len() >= limit {
+            if self.pending.is_none() {
+                self.start_merge();
+            } else if self.buffer_fps.len() >= 4 * limit {
+                // Inserts outpace the merges: wait for the one running, so that queries
+                // never scan more than a few buffers' worth.
+                self.finish_merge();
+                self.start_merge();
+            }
         }
         Ok(())
     }
@@ -768,13 +809,26 @@ impl TableSet {
         self.row_fps[row as usize] = 0;
         self.row_ids[row as usize] = 0;
         self.dead_rows += 1;
-        if row >= self.tabled_rows {
+        let frozen_end = self.pending.as_ref().map_or(self.tabled_rows, |p| p.end);
+        if row >= frozen_end {
             if let Some(at) = self.buffer_rows.iter().position(|&r| r == row) {
                 self.buffer_rows.swap_remove(at);
                 self.buffer_fps.swap_remove(at);
             }
+        } else if row >= self.tabled_rows {
+            // In the frozen buffer: gone from it now, a tombstone of the merged tables.
+            if let Some(p) = &mut self.pending {
+                if let Some(at) = p.rows.iter().position(|&r| r == row) {
+                    p.rows.swap_remove(at);
+                    p.fps.swap_remove(at);
+                }
+                p.removed_since += 1;
+            }
         } else {
             self.tombstones += 1;
+            if let Some(p) = &mut self.pending {
+                p.removed_since += 1;
+            }
         }
         if self.dead_rows > 1024 && self.dead_rows * 2 > self.row_fps.len() {
             self.compact();
@@ -786,24 +840,94 @@ impl TableSet {
         self.by_id.get(&id).map(|&row| self.row_fps[row as usize])
     }
 
-    /// Merges the buffer into every table (and drops tombstones on the way).
-    pub(crate) fn merge_buffer(&mut self) {
-        if self.buffer_fps.is_empty() && self.tombstones == 0 {
-            return;
+    /// Installs the merged tables if the background merge is done.
+    fn poll_merge(&mut self) {
+        if self
+            .pending
+            .as_ref()
+            .is_some_and(|p| p.handle.is_finished())
+        {
+            self.finish_merge();
         }
-        // Large batches (bulk loads) are cheaper to counting-sort from scratch than to
-        // comparison-sort and merge; and a rebuild also renumbers away dead rows.
-        let bulk = self.buffer_fps.len() * 4 >= self.tabled_rows as usize;
-        if bulk || self.dead_rows * 4 > self.row_fps.len() {
+    }
+
+    /// Waits for the background merge, if any, and installs its tables.
+    fn finish_merge(&mut self) {
+        let Some(p) = self.pending.take() else {
+            return;
+        };
+        let tables = match p.handle.join() {
+            Ok(tables) => tables,
+            Err(panic) => std::panic::resume_unwind(panic),
+        };
+        self.tables = Arc::new(tables);
+        self.tabled_rows = p.end;
+        self.tombstones = p.removed_since;
+    }
+
+    /// Starts merging the full buffer on a thread of its own (or at once, when the merge
+    /// is a rebuild anyway or no thread can be started).
+    fn start_merge(&mut self) {
+        debug_assert!(self.pending.is_none(), "one merge at a time");
+        if self.rebuild_instead() {
             self.compact();
             return;
         }
-        let added: Vec<(u64, u32)> = self
-            .buffer_fps
+        let added = self.buffer_entries();
+        let live = self.live.clone();
+        let has_dead = self.tombstones > 0;
+        let tables = Arc::clone(&self.tables);
+        let spawned = std::thread::Builder::new()
+            .name("neardup-index-merge".into())
+            .spawn(move || {
+                tables
+                    .iter()
+                    .map(|t| t.merge(&added, &live, has_dead))
+                    .collect::<Vec<SortedTable>>()
+            });
+        match spawned {
+            Ok(handle) => {
+                self.pending = Some(PendingMerge {
+                    fps: std::mem::take(&mut self.buffer_fps),
+                    rows: std::mem::take(&mut self.buffer_rows),
+                    end: self.row_fps.len() as u32,
+                    removed_since: 0,
+                    handle,
+                });
+            }
+            Err(_) => self.merge_buffer(),
+        }
+    }
+
+    /// Whether a merge should rebuild every table instead: large batches (bulk loads) are
+    /// cheaper to counting-sort from scratch than to comparison-sort and merge, and a
+    /// rebuild also renumbers away dead rows.
+    fn rebuild_instead(&self) -> bool {
+        self.buffer_fps.len() * 4 >= self.tabled_rows as usize
+            || self.dead_rows * 4 > self.row_fps.len()
+    }
+
+    /// The buffer as unsorted `(fingerprint, row)` pairs.
+    fn buffer_entries(&self) -> Vec<(u64, u32)> {
+        self.buffer_fps
             .iter()
             .copied()
             .zip(self.buffer_rows.iter().copied())
-            .collect();
+            .collect()
+    }
+
+    /// Merges the buffer into every table (and drops tombstones on the way), waiting for
+    /// a background merge first.
+    pub(crate) fn merge_buffer(&mut self) {
+        self.finish_merge();
+        if self.buffer_fps.is_empty() && self.tombstones == 0 {
+            return;
+        }
+        if self.rebuild_instead() {
+            self.compact();
+            return;
+        }
+        let added = self.buffer_entries();
         let live = &self.live;
         let has_dead = self.tombstones > 0;
         let merged: Vec<SortedTable> = if self.row_fps.len() < PARALLEL_BUILD_LIMIT {
@@ -817,7 +941,7 @@ impl TableSet {
                 .map(|t| t.merge(&added, live, has_dead))
                 .collect()
         };
-        self.tables = merged;
+        self.tables = Arc::new(merged);
         self.tabled_rows = self.row_fps.len() as u32;
         self.buffer_fps.clear();
         self.buffer_rows.clear();
@@ -826,6 +950,8 @@ impl TableSet {
 
     /// Renumbers the live rows densely and rebuilds every table from them.
     pub(crate) fn compact(&mut self) {
+        // A background merge's tables would be rebuilt anyway; its rows are in the row store.
+        self.finish_merge();
         if self.dead_rows > 0 {
             let mut fps = huge_capacity(self.by_id.len());
             let mut ids = huge_capacity(self.by_id.len());
@@ -857,8 +983,8 @@ impl TableSet {
         let fps = &self.row_fps;
         let keys: Vec<KeySpec> = self.tables.iter().map(|t| t.key).collect();
         // Drop the old tables first: at scale they are most of the memory.
-        self.tables.clear();
-        self.tables = if fps.len() < PARALLEL_BUILD_LIMIT {
+        self.tables = Arc::new(Vec::new());
+        self.tables = Arc::new(if fps.len() < PARALLEL_BUILD_LIMIT {
             keys.into_par_iter()
                 .map(|key| SortedTable::build(key, fps))
                 .collect()
@@ -866,7 +992,7 @@ impl TableSet {
             keys.into_iter()
                 .map(|key| SortedTable::build(key, fps))
                 .collect()
-        };
+        });
         self.tabled_rows = self.row_fps.len() as u32;
         self.buffer_fps = Vec::new();
         self.buffer_rows = Vec::new();
@@ -1026,7 +1152,7 @@ impl TableSet {
                         ));
                     }
                 }
-                if !self.buffer_fps.is_empty() {
+                if !self.buffer_fps.is_empty() || self.pending.is_some() {
                     one.clear();
                     self.scan_buffer(q, max_distance, &mut one, &mut total);
                     out.extend(one.iter().map(|&m| (at, m)));
@@ -1066,12 +1192,12 @@ impl TableSet {
                 // tables (directory prefetch, directory read and run prefetch, verify):
                 // the cache and TLB misses of all tables overlap instead of queueing.
                 let mut slots = [0usize; EXACT_BATCH];
-                for (slot, table) in slots.iter_mut().zip(&self.tables) {
+                for (slot, table) in slots.iter_mut().zip(self.tables.iter()) {
                     *slot = table.slot(table.key.extract(q));
                     prefetch(&table.dir, *slot);
                 }
                 let mut runs = [(0usize, 0usize, 0u64); EXACT_BATCH];
-                for ((run, table), &slot) in runs.iter_mut().zip(&self.tables).zip(&slots) {
+                for ((run, table), &slot) in runs.iter_mut().zip(self.tables.iter()).zip(&slots) {
                     *run = table.locate(slot, table.key.extract(q));
                     prefetch_run(&table.fps, run.0, run.1);
                 }
@@ -1267,18 +1393,47 @@ impl TableSet {
         self.finish(out, stats)
     }
 
+    /// Scans the buffer and a frozen buffer being merged.
     #[inline(always)]
     fn scan_buffer(&self, q: u64, max_distance: u32, out: &mut Vec<Match>, stats: &mut QueryStats) {
-        if self.buffer_fps.is_empty() {
+        if let Some(p) = &self.pending {
+            self.scan_rows(&p.fps, &p.rows, q, max_distance, out, stats);
+        }
+        self.scan_rows(
+            &self.buffer_fps,
+            &self.buffer_rows,
+            q,
+            max_distance,
+            out,
+            stats,
+        );
+    }
+
+    #[inline(always)]
+    fn scan_rows(
+        &self,
+        fps: &[u64],
+        rows: &[u32],
+        q: u64,
+        max_distance: u32,
+        out: &mut Vec<Match>,
+        stats: &mut QueryStats,
+    ) {
+        if fps.is_empty() {
             return;
         }
-        stats.candidates += self.buffer_fps.len() as u64;
-        scan(&self.buffer_fps, q, max_distance, |at, distance| {
+        stats.candidates += fps.len() as u64;
+        scan(fps, q, max_distance, |at, distance| {
             out.push(Match {
                 distance,
-                id: self.row_ids[self.buffer_rows[at] as usize],
+                id: self.row_ids[rows[at] as usize],
             });
         });
+    }
+
+    /// Fingerprints waiting in buffers (the live one and a frozen one being merged).
+    fn buffered(&self) -> usize {
+        self.buffer_fps.len() + self.pending.as_ref().map_or(0, |p| p.fps.len())
     }
 
     #[inline(always)]
@@ -1309,6 +1464,10 @@ impl TableSet {
             + hash_map_bytes(&self.by_id)
             + self.buffer_fps.capacity() * 8
             + self.buffer_rows.capacity() * 4
+            + self
+                .pending
+                .as_ref()
+                .map_or(0, |p| p.fps.capacity() * 8 + p.rows.capacity() * 4)
     }
 
     pub(crate) fn stats(&self, layout: String) -> IndexStats {
@@ -1321,7 +1480,7 @@ impl TableSet {
                 .map(SortedTable::largest_run)
                 .max()
                 .unwrap_or(0),
-            buffered: self.buffer_fps.len(),
+            buffered: self.buffered(),
             tombstones: self.tombstones,
             capped_probes: self.capped_total.load(Ordering::Relaxed),
             memory_bytes: self.memory_bytes(),
@@ -1436,6 +1595,57 @@ mod tests {
                 assert!(got.contains(&(fp, row as u32)));
             }
         }
+    }
+
+    /// Removals while a merge runs on its own thread, from each region (old tables, the
+    /// frozen buffer, the live buffer): never reported, counted as tombstones of the merged
+    /// tables, and dropped by the next merge.
+    #[test]
+    fn removals_during_a_background_merge_stay_removed() {
+        let keys = vec![
+            KeySpec::new(&[(0, 16)]).expect("valid range"),
+            KeySpec::new(&[(16, 16)]).expect("valid range"),
+        ];
+        let mut set = TableSet::new(keys, Some(100), None);
+        let fp = |i: u64| 0xABCD_0000_0000_0000 | (i << 20);
+        for id in 0..1000 {
+            set.insert(id, fp(id)).expect("fresh id");
+        }
+        set.compact();
+        // 100 inserts fill the buffer: the merge starts and the buffer is frozen.
+        for id in 1000..1100 {
+            set.insert(id, fp(id)).expect("fresh id");
+        }
+        assert!(set.pending.is_some(), "a background merge started");
+        assert_eq!(set.buffered(), 100);
+        set.insert(1100, fp(1100)).expect("fresh id");
+        set.insert(1101, fp(1101)).expect("fresh id");
+        // Until the next insert the merge stays pending, finished or not.
+        let removed = [3u64, 500, 1000, 1050, 1101];
+        for &id in &removed {
+            assert_eq!(set.remove(id), Some(fp(id)));
+        }
+        let visible = |set: &TableSet| {
+            let mut out = Vec::new();
+            let mut ids = Vec::new();
+            for id in 0..1102 {
+                set.query(fp(id), 0, Radii::Exact, &mut out);
+                ids.extend(out.iter().map(|m| m.id));
+            }
+            ids
+        };
+        let expected: Vec<u64> = (0..1102).filter(|id| !removed.contains(id)).collect();
+        assert_eq!(visible(&set), expected);
+        set.finish_merge();
+        assert_eq!(set.tabled_rows, 1100);
+        // Two removed rows were in the old tables, two in the frozen buffer.
+        assert_eq!(set.tombstones, 4);
+        assert_eq!(set.buffer_rows, vec![1100]);
+        assert_eq!(visible(&set), expected);
+        set.merge_buffer();
+        assert_eq!(set.tombstones, 0);
+        assert_eq!(visible(&set), expected);
+        assert_eq!(set.len(), expected.len());
     }
 
     #[test]
