@@ -227,7 +227,7 @@ impl Load {
                 body.push(',');
             }
             let h = mix(n ^ mix(self.run.len() as u64 ^ 0xabcdef));
-            if h % 2 == 0 {
+            if h.is_multiple_of(2) {
                 self.texts.record(h % self.stored, text);
                 self.texts.edit(text, h, 1);
             } else {

@@ -1486,7 +1486,7 @@ impl Emitter {
         self.w.write_all(line.as_bytes())?;
         self.w.write_all(b"\n")?;
         if let Some(s) = self.sample.as_mut() {
-            if fnv(&family.to_string()) % self.sample_every == 0 {
+            if fnv(&family.to_string()).is_multiple_of(self.sample_every) {
                 s.write_all(line.as_bytes())?;
                 s.write_all(b"\n")?;
                 self.sample_records += 1;

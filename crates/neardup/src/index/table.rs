@@ -725,7 +725,7 @@ impl TableSet {
         let row = self.row_fps.len() as u32;
         self.row_fps.push(fp);
         self.row_ids.push(id);
-        if row % 64 == 0 {
+        if row.is_multiple_of(64) {
             self.live.push(0);
         }
         self.live[(row / 64) as usize] |= 1 << (row % 64);

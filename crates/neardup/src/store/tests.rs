@@ -22,7 +22,7 @@ fn record(handle: u64, id: &str, survivor: u64) -> NewRecord {
             },
             tokens: 123,
             language: Some("eng".into()),
-            features: if handle % 2 == 0 {
+            features: if handle.is_multiple_of(2) {
                 Features::Chars
             } else {
                 Features::Words

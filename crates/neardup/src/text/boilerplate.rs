@@ -137,7 +137,7 @@ impl HostSample {
                 last = Some(h);
             }
         }
-        if self.counted % width == 0 {
+        if self.counted.is_multiple_of(width) {
             self.end_bucket(width, true);
         }
     }
