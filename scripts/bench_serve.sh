@@ -11,11 +11,17 @@
 # Load: crates/cli/examples/serve_load.rs, one thread, CONNECTIONS keep-alive connections,
 # a bounded number of requests each phase (and at most PHASE_SECONDS): queries (half edited
 # copies of stored records, half new text), then single-record inserts, then inserts in
-# batches of BATCH. Latency is per request, send to last byte of the response.
+# batches of BATCH; these closed-loop phases (each connection sends its next request when
+# the last is answered) measure the most the server sustains. Then the targets' rates, open
+# loop: queries at QUERY_RATE and single-record inserts at INSERT_RATE per second, sent on
+# schedule whatever the answers, latency counted from when each request was due (so a stall
+# is charged to every request it delays), with a per-second timeline. Latency is per
+# request, to the last byte of the response.
 #
 # Usage: scripts/bench_serve.sh            (about 6-10 minutes on 2 cores, first run included)
 # Knobs: RECORDS (1000000), WORDS_PER_RECORD (80), CONNECTIONS (32), QUERIES (300000),
 #        INSERTS (100000), BATCH (16), BATCH_REQUESTS (10000), PHASE_SECONDS (60),
+#        QUERY_RATE (15000), INSERT_RATE (5000), RATE_SECONDS (20),
 #        SERVE_ARGS (extra `neardup serve` flags, e.g. "--max-distance 6"; default none)
 # Output: bench-out/serve/{words.txt,corpus-N.jsonl,store-N.db,report.txt}
 set -euo pipefail
@@ -27,6 +33,9 @@ WORDS_PER_RECORD="${WORDS_PER_RECORD:-80}"
 CONNECTIONS="${CONNECTIONS:-32}"
 QUERIES="${QUERIES:-300000}"
 INSERTS="${INSERTS:-100000}"
+QUERY_RATE="${QUERY_RATE:-15000}"
+INSERT_RATE="${INSERT_RATE:-5000}"
+RATE_SECONDS="${RATE_SECONDS:-20}"
 BATCH="${BATCH:-16}"
 BATCH_REQUESTS="${BATCH_REQUESTS:-10000}"
 PHASE_SECONDS="${PHASE_SECONDS:-60}"
@@ -43,7 +52,7 @@ echo "== neardup serve: $(date -u '+%Y-%m-%d %H:%M:%S UTC') =="
 echo "machine: nproc=$(nproc), cpu: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')," \
      "memory: $(free -g | awk '/Mem:/{print $2}') GiB, load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "tree: $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git status --porcelain 2>/dev/null | grep -q . && echo ' (with uncommitted changes)')"
-echo "knobs: RECORDS=$RECORDS WORDS_PER_RECORD=$WORDS_PER_RECORD CONNECTIONS=$CONNECTIONS QUERIES=$QUERIES INSERTS=$INSERTS BATCH=$BATCH BATCH_REQUESTS=$BATCH_REQUESTS PHASE_SECONDS=$PHASE_SECONDS SERVE_ARGS='$SERVE_ARGS'"
+echo "knobs: RECORDS=$RECORDS WORDS_PER_RECORD=$WORDS_PER_RECORD CONNECTIONS=$CONNECTIONS QUERIES=$QUERIES INSERTS=$INSERTS BATCH=$BATCH BATCH_REQUESTS=$BATCH_REQUESTS PHASE_SECONDS=$PHASE_SECONDS QUERY_RATE=$QUERY_RATE INSERT_RATE=$INSERT_RATE RATE_SECONDS=$RATE_SECONDS SERVE_ARGS='$SERVE_ARGS'"
 
 echo "building neardup and the load generator (release)"
 cargo build --release -q -p neardup-cli --bin neardup --example serve_load
@@ -79,6 +88,9 @@ fi
 
 rm -rf "$WORK" && mkdir -p "$WORK"
 cp "$STORE" "$WORK/store.db"
+# Written to disk now: otherwise the server's first checkpoint fsync would wait for the
+# whole fresh copy (hundreds of ms), a stall no real deployment has.
+sync "$WORK/store.db"
 echo "store: $(du -h "$WORK/store.db" | cut -f1)"
 
 SERVER_PID=""
@@ -112,6 +124,10 @@ echo "-- inserts: POST /v1/records, one record per request (each acknowledged af
 load --mode insert --requests "$INSERTS" --connections "$CONNECTIONS" --run "single" --label "insert "
 echo "-- inserts: POST /v1/records, $BATCH records per request"
 load --mode insert --requests "$BATCH_REQUESTS" --batch "$BATCH" --connections "$CONNECTIONS" --run "batch" --label "insert-batch "
+echo "-- queries at $QUERY_RATE/s for ${RATE_SECONDS}s, open loop"
+load --mode query --requests $((QUERY_RATE * RATE_SECONDS)) --rate "$QUERY_RATE" --connections "$CONNECTIONS" --timeline --label "query-at-rate "
+echo "-- single-record inserts at $INSERT_RATE/s for ${RATE_SECONDS}s, open loop"
+load --mode insert --requests $((INSERT_RATE * RATE_SECONDS)) --rate "$INSERT_RATE" --connections "$CONNECTIONS" --run "rate" --timeline --label "insert-at-rate "
 
 echo "-- server metrics"
 curl -s "http://$ADDR/metrics" | grep -E '^neardup_(decisions_total|store_records|largest_group_size|index_largest_bucket|index_fingerprints|commits_total|committed_records_total|store_bytes)' || true
