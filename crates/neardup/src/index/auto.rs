@@ -145,6 +145,10 @@ impl HammingIndex for AutoIndex {
         each!(&mut self.inner, index => index.compact())
     }
 
+    fn settle(&mut self) {
+        each!(&mut self.inner, index => index.settle())
+    }
+
     fn stats(&self) -> IndexStats {
         each!(&self.inner, index => index.stats())
     }

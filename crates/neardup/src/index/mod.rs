@@ -236,6 +236,11 @@ pub trait HammingIndex {
     /// fingerprints no longer occupy memory.
     fn compact(&mut self);
 
+    /// Installs a buffer merge that finished in the background, without waiting for one
+    /// that has not. Inserts do this themselves; a caller whose inserts stop while queries
+    /// go on calls it now and then, so that queries stop scanning the merged buffer.
+    fn settle(&mut self) {}
+
     /// A snapshot of the index's shape: largest bucket, tables, capped probes, memory.
     ///
     /// Finding the largest bucket walks every table: O(n) per table, for monitoring, not

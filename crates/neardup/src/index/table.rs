@@ -741,16 +741,11 @@ impl TableSet {
         self.buffer_fps.push(fp);
         self.buffer_rows.push(row);
         self.poll_merge();
-        let limit = self.buffer_limit();
-        if self.buffer_fps.len() >= limit {
-            if self.pending.is_none() {
-                self.start_merge();
-            } else if self.buffer_fps.len() >= 4 * limit {
-                // Inserts outpace the merges: wait for the one running, so that queries
-                // never scan more than a few buffers' worth.
-                self.finish_merge();
-                self.start_merge();
-            }
+        if self.buffer_fps.len() >= self.buffer_limit() {
+            // If the last merge is still running, inserts outpace merges: wait for it, so
+            // that queries never scan more than two buffers.
+            self.finish_merge();
+            self.start_merge();
         }
         Ok(())
     }
@@ -841,7 +836,7 @@ impl TableSet {
     }
 
     /// Installs the merged tables if the background merge is done.
-    fn poll_merge(&mut self) {
+    pub(crate) fn poll_merge(&mut self) {
         if self
             .pending
             .as_ref()
@@ -1521,6 +1516,10 @@ macro_rules! forward_to_tables {
         fn compact(&mut self) {
             self.tables.compact()
         }
+
+        fn settle(&mut self) {
+            self.tables.poll_merge()
+        }
     };
 }
 pub(crate) use forward_to_tables;
@@ -1618,9 +1617,13 @@ mod tests {
         }
         assert!(set.pending.is_some(), "a background merge started");
         assert_eq!(set.buffered(), 100);
-        set.insert(1100, fp(1100)).expect("fresh id");
-        set.insert(1101, fp(1101)).expect("fresh id");
-        // Until the next insert the merge stays pending, finished or not.
+        // Two more inserts into the live buffer, without the poll `insert` makes (which
+        // could install the merge before the removals below, if it finished already).
+        for id in [1100, 1101] {
+            let row = set.push_row(id, fp(id)).expect("fresh id");
+            set.buffer_fps.push(fp(id));
+            set.buffer_rows.push(row);
+        }
         let removed = [3u64, 500, 1000, 1050, 1101];
         for &id in &removed {
             assert_eq!(set.remove(id), Some(fp(id)));

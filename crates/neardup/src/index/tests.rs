@@ -340,3 +340,41 @@ fn join_matches_pairs_from_queries() {
         assert_eq!(pairs, expected, "k = {k}");
     }
 }
+
+/// A buffer merge runs in the background after the buffer fills; `settle` installs it once
+/// it is done (queries then scan only the live buffer), and answers never change.
+#[test]
+fn settle_installs_a_finished_background_merge() {
+    let mut index = PermutedIndex::builder()
+        .max_distance(3)
+        .buffer_capacity(1000)
+        .build()
+        .expect("valid layout");
+    let fps = fingerprints(20_000, false, 11);
+    index
+        .extend(fps.iter().enumerate().map(|(i, &fp)| (i as u64, fp)))
+        .expect("fresh ids");
+    // A full buffer: the merge starts on its own thread and the buffer is frozen.
+    for (i, &fp) in fps.iter().enumerate().take(1000) {
+        index.insert(20_000 + i as u64, fp ^ 1).expect("fresh id");
+    }
+    assert_eq!(index.stats().buffered, 1000);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while index.stats().buffered > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the merge was never installed"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        index.settle();
+    }
+    let hits = index.query(fps[7] ^ 1, 0).expect("k=0");
+    assert_eq!(
+        hits,
+        vec![Match {
+            distance: 0,
+            id: 20_007
+        }]
+    );
+    assert_eq!(index.len(), 21_000);
+}

@@ -1374,6 +1374,13 @@ impl<S: Store> Deduper<S> {
         })
     }
 
+    /// Installs index buffer merges that finished in the background (see
+    /// [`HammingIndex::settle`]); for a long-running process whose inserts paused.
+    pub fn settle_index(&mut self) {
+        self.index.settle();
+        self.short_index.settle();
+    }
+
     /// Takes records first seen before `before` out of the Hamming index and the exact tier
     /// (a sliding window: newer records are compared only with recent ones); they stay in the
     /// store and in their clusters. Returns how many were taken out.

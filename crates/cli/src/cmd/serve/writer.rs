@@ -21,6 +21,9 @@ use tokio::sync::oneshot;
 use super::api::Answer;
 use super::metrics::Metrics;
 
+/// How often an idle writer installs finished index merges (and checks the window).
+const SETTLE_TICK: Duration = Duration::from_millis(250);
+
 /// The shared pipeline: readers take the read lock, the writer thread the write lock.
 pub type Shared = Arc<RwLock<Deduper<Box<dyn Store>>>>;
 
@@ -135,9 +138,11 @@ pub fn run(
         evicted_at: None,
         evict_now: true,
     };
-    // The window is enforced to within this tick even when nothing is written.
-    let tick = config.window.map_or(Duration::from_secs(3600), |w| {
-        (w / 100).clamp(Duration::from_millis(50), Duration::from_secs(1))
+    // The window is enforced to within this tick even when nothing is written, and index
+    // merges that finished in the background are installed (queries then stop scanning
+    // their buffers).
+    let tick = config.window.map_or(SETTLE_TICK, |w| {
+        (w / 100).clamp(Duration::from_millis(50), SETTLE_TICK)
     });
     w.maybe_evict(tick);
     loop {
@@ -145,6 +150,7 @@ pub fn run(
             Ok(job) => job,
             Err(RecvTimeoutError::Timeout) => {
                 w.maybe_evict(tick);
+                w.deduper.write().settle_index();
                 continue;
             }
             Err(RecvTimeoutError::Disconnected) => break,
