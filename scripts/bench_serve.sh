@@ -116,18 +116,51 @@ load() {
         --words-per-record "$WORDS_PER_RECORD" --max-seconds "$PHASE_SECONDS" "$@"
 }
 
+# The server's own view of a phase: its request-duration histogram (handler entry to
+# response) before and after, as percentiles interpolated within buckets like Prometheus's
+# histogram_quantile. The load generator shares the two cores, so a latency the client sees
+# and the server does not is time the request spent waiting for a CPU on either side.
+scrape() { curl -s "http://$ADDR/metrics" > "$WORK/metrics-$1.txt" || true; }
+phase() { # ROUTE NAME load-args...
+    local route=$1 name=$2
+    shift 2
+    scrape "$name-before"
+    load "$@"
+    scrape "$name-after"
+    python3 - "$route" "$WORK/metrics-$name-before.txt" "$WORK/metrics-$name-after.txt" <<'PY' || true
+import re, sys
+route, before, after = sys.argv[1:]
+pattern = re.compile(r'neardup_request_duration_seconds_bucket\{route="%s",le="([^"]+)"\} (\d+)' % route)
+def buckets(path):
+    return {m.group(1): int(m.group(2)) for m in map(pattern.match, open(path)) if m}
+a, b = buckets(before), buckets(after)
+les = sorted((float("inf") if k == "+Inf" else float(k), n - a.get(k, 0)) for k, n in b.items())
+total = les[-1][1] if les else 0
+def quantile(p):
+    rank, lo, below = p * total, 0.0, 0
+    for le, n in les:
+        if n >= rank:
+            return lo if le == float("inf") else lo + (le - lo) * (rank - below) / max(n - below, 1)
+        lo, below = le, n
+    return lo
+if total:
+    print(f"  server side: {total} {route} requests, p50_ms={quantile(0.5) * 1e3:.2f} "
+          f"p99_ms={quantile(0.99) * 1e3:.2f}")
+PY
+}
+
 echo "-- warm-up (2,000 queries)"
 load --mode query --requests 2000 --connections "$CONNECTIONS" --label "warmup "
 echo "-- queries: POST /v1/query, one record per request"
-load --mode query --requests "$QUERIES" --connections "$CONNECTIONS" --label "query "
+phase query query --mode query --requests "$QUERIES" --connections "$CONNECTIONS" --label "query "
 echo "-- inserts: POST /v1/records, one record per request (each acknowledged after a durable group commit)"
-load --mode insert --requests "$INSERTS" --connections "$CONNECTIONS" --run "single" --label "insert "
+phase insert insert --mode insert --requests "$INSERTS" --connections "$CONNECTIONS" --run "single" --label "insert "
 echo "-- inserts: POST /v1/records, $BATCH records per request"
-load --mode insert --requests "$BATCH_REQUESTS" --batch "$BATCH" --connections "$CONNECTIONS" --run "batch" --label "insert-batch "
+phase insert batch --mode insert --requests "$BATCH_REQUESTS" --batch "$BATCH" --connections "$CONNECTIONS" --run "batch" --label "insert-batch "
 echo "-- queries at $QUERY_RATE/s for ${RATE_SECONDS}s, open loop"
-load --mode query --requests $((QUERY_RATE * RATE_SECONDS)) --rate "$QUERY_RATE" --connections "$CONNECTIONS" --timeline --label "query-at-rate "
+phase query query-rate --mode query --requests $((QUERY_RATE * RATE_SECONDS)) --rate "$QUERY_RATE" --connections "$CONNECTIONS" --timeline --label "query-at-rate "
 echo "-- single-record inserts at $INSERT_RATE/s for ${RATE_SECONDS}s, open loop"
-load --mode insert --requests $((INSERT_RATE * RATE_SECONDS)) --rate "$INSERT_RATE" --connections "$CONNECTIONS" --run "rate" --timeline --label "insert-at-rate "
+phase insert insert-rate --mode insert --requests $((INSERT_RATE * RATE_SECONDS)) --rate "$INSERT_RATE" --connections "$CONNECTIONS" --run "rate" --timeline --label "insert-at-rate "
 
 echo "-- server metrics"
 curl -s "http://$ADDR/metrics" | grep -E '^neardup_(decisions_total|store_records|largest_group_size|index_largest_bucket|index_fingerprints|commits_total|committed_records_total|store_bytes)' || true

@@ -11,8 +11,9 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 /// Upper bounds of the latency buckets, in seconds.
-const BUCKETS: [f64; 14] = [
-    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+const BUCKETS: [f64; 16] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.025, 0.05, 0.1, 0.25,
+    0.5, 1.0, 2.5,
 ];
 
 /// Decision kinds, in the order of the counters.
