@@ -88,6 +88,13 @@ struct Presearched {
 /// compared with those decided before it in the window) stays negligible.
 const PRESEARCH_WINDOW: usize = 1024;
 
+/// Windows smaller than this are searched on the calling thread: a service's group commits
+/// hold a few records to a few dozen, and handing those to the thread pool (waking its
+/// threads on cores the request handlers share) made the insert tail no shorter (server-side
+/// p99 at 5,000 inserts/s: 12-23 ms on the calling thread against 18-22 ms in the pool, the
+/// same throughput).
+const PARALLEL_PRESEARCH_MIN: usize = 64;
+
 /// A record analysed by an [`Analyzer`], waiting for [`Deduper::process_prepared`] or
 /// [`Deduper::query_prepared`].
 #[derive(Debug)]
@@ -972,7 +979,7 @@ impl<S: Store> Deduper<S> {
         batch: &mut Batch,
         outcomes: &mut Vec<Outcome>,
     ) -> Result<()> {
-        let found: Vec<Option<Presearched>> = if records.len() > 1 {
+        let found: Vec<Option<Presearched>> = if records.len() >= PARALLEL_PRESEARCH_MIN {
             let this = &*self;
             records
                 .par_iter()
