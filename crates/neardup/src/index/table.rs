@@ -668,6 +668,16 @@ impl Clone for TableSet {
     }
 }
 
+impl Drop for TableSet {
+    /// Waits for a merge in progress: detached, it would go on holding a copy of the tables
+    /// and the merged ones (at 100M fingerprints, gigabytes) after the index is gone.
+    fn drop(&mut self) {
+        if let Some(p) = self.pending.take() {
+            let _ = p.handle.join();
+        }
+    }
+}
+
 /// Tables at least this large are built one after the other, to bound the build's peak
 /// memory (each build holds 16 bytes per fingerprint of scratch).
 const PARALLEL_BUILD_LIMIT: usize = 20_000_000;
