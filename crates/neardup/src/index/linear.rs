@@ -52,8 +52,8 @@ pub(crate) fn has_wide_popcount() -> bool {
 }
 
 /// [`scan`] with AVX-512: eight fingerprints per step (XOR, `vpopcntq`, compare into a
-/// mask), the last step a masked load, so a table run of any length costs `len / 8`
-/// steps. Inlined into the table queries compiled for the same features.
+/// mask), the last step a masked load, so a slice of any length costs `len / 8` steps
+/// with no scalar tail. [`scan`] picks it at run time.
 ///
 /// # Safety
 /// The CPU must support `avx512f` and `avx512vpopcntdq` ([`has_wide_popcount`]).

@@ -678,6 +678,28 @@ impl Drop for TableSet {
     }
 }
 
+/// Every table with `added` merged in (dead rows dropped when `has_dead`), in parallel or
+/// one after the other.
+fn merged_tables(
+    tables: &[SortedTable],
+    added: &[(u64, u32)],
+    live: &[u64],
+    has_dead: bool,
+    parallel: bool,
+) -> Vec<SortedTable> {
+    if parallel {
+        tables
+            .par_iter()
+            .map(|t| t.merge(added, live, has_dead))
+            .collect()
+    } else {
+        tables
+            .iter()
+            .map(|t| t.merge(added, live, has_dead))
+            .collect()
+    }
+}
+
 /// Tables at least this large are built one after the other, to bound the build's peak
 /// memory (each build holds 16 bytes per fingerprint of scratch).
 const PARALLEL_BUILD_LIMIT: usize = 20_000_000;
@@ -884,12 +906,7 @@ impl TableSet {
         let tables = Arc::clone(&self.tables);
         let spawned = std::thread::Builder::new()
             .name("neardup-index-merge".into())
-            .spawn(move || {
-                tables
-                    .iter()
-                    .map(|t| t.merge(&added, &live, has_dead))
-                    .collect::<Vec<SortedTable>>()
-            });
+            .spawn(move || merged_tables(&tables, &added, &live, has_dead, false));
         match spawned {
             Ok(handle) => {
                 self.pending = Some(PendingMerge {
@@ -933,19 +950,14 @@ impl TableSet {
             return;
         }
         let added = self.buffer_entries();
-        let live = &self.live;
-        let has_dead = self.tombstones > 0;
-        let merged: Vec<SortedTable> = if self.row_fps.len() < PARALLEL_BUILD_LIMIT {
-            self.tables
-                .par_iter()
-                .map(|t| t.merge(&added, live, has_dead))
-                .collect()
-        } else {
-            self.tables
-                .iter()
-                .map(|t| t.merge(&added, live, has_dead))
-                .collect()
-        };
+        let parallel = self.row_fps.len() < PARALLEL_BUILD_LIMIT;
+        let merged = merged_tables(
+            &self.tables,
+            &added,
+            &self.live,
+            self.tombstones > 0,
+            parallel,
+        );
         self.tables = Arc::new(merged);
         self.tabled_rows = self.row_fps.len() as u32;
         self.buffer_fps.clear();
@@ -1157,7 +1169,7 @@ impl TableSet {
                         ));
                     }
                 }
-                if !self.buffer_fps.is_empty() || self.pending.is_some() {
+                if self.buffered() > 0 {
                     one.clear();
                     self.scan_buffer(q, max_distance, &mut one, &mut total);
                     out.extend(one.iter().map(|&m| (at, m)));
