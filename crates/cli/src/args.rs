@@ -82,6 +82,11 @@ pub struct InputArgs {
     /// JSON Lines input: one object per line.
     #[arg(long)]
     pub jsonl: bool,
+    /// Read input files as streams instead of mapping them into memory (plain files are
+    /// mapped, which saves copying them; a mapped file must not be truncated while it is
+    /// read).
+    #[arg(long)]
+    pub no_mmap: bool,
     /// JSONL field holding the record id (default `id`; a record without it is named by its
     /// line number).
     #[arg(long, value_name = "NAME", default_value = "id", requires = "jsonl")]
@@ -195,7 +200,7 @@ fn parse_bits(s: &str) -> Result<u32, String> {
     }
 }
 
-/// Thresholds of the near-duplicate rule.
+/// Thresholds of the near-duplicate rule, and the memory its verification may use.
 #[derive(Debug, Args, Clone)]
 pub struct RuleArgs {
     /// SimHash candidates are stored records within this many bits (of 64). The default is
@@ -227,6 +232,11 @@ pub struct RuleArgs {
     /// Jaccard threshold over character n-grams for short records.
     #[arg(long, value_name = "J", default_value_t = 0.7)]
     pub short_min_jaccard: f64,
+    /// Memory for verification sets read back from the store, kept for the next candidate
+    /// that needs them (a cluster's members are checked by every record that joins it).
+    /// 0 keeps none.
+    #[arg(long, value_name = "SIZE", default_value = "256MiB", value_parser = parse_cache_size)]
+    pub set_cache: u64,
 }
 
 impl RuleArgs {
@@ -278,4 +288,43 @@ pub enum WeightingName {
     Presence,
     /// Inverse document frequency.
     Idf,
+}
+
+/// A size in bytes: a number with an optional unit (`24GiB`, `512 MB`, `1e9`).
+///
+/// # Errors
+/// Not a positive number with a known unit.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size (e.g. 24GiB, 512MB)"))?;
+    let mult = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "k" | "kb" => 1e3,
+        "kib" => 1024.0,
+        "m" | "mb" => 1e6,
+        "mib" => 1024.0 * 1024.0,
+        "g" | "gb" => 1e9,
+        "gib" => 1024.0 * 1024.0 * 1024.0,
+        "t" | "tb" => 1e12,
+        "tib" => 1024f64.powi(4),
+        other => return Err(format!("unknown unit {other:?} in {s:?}")),
+    };
+    if v.is_nan() || v <= 0.0 {
+        return Err(format!("{s:?} must be positive"));
+    }
+    Ok((v * mult).round() as u64)
+}
+
+/// A cache size: 0 or a [`parse_size`] size.
+fn parse_cache_size(s: &str) -> Result<u64, String> {
+    if s.trim() == "0" {
+        Ok(0)
+    } else {
+        parse_size(s)
+    }
 }

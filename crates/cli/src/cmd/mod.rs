@@ -54,6 +54,7 @@ pub fn open_deduper_with(
         )
         .rule(rule.rule())
         .expected_records(expected_records)
+        .set_cache_bytes(rule.set_cache)
         .open(backend)?;
     Ok(deduper)
 }

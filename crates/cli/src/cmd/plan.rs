@@ -5,6 +5,8 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Args;
+
+use crate::args::parse_size;
 use neardup::index::{choose_layout, format_plans, plan_layouts, PlanRequest};
 
 /// Arguments of `neardup plan`.
@@ -41,32 +43,6 @@ fn parse_count(s: &str) -> Result<u64, String> {
         .map_err(|_| format!("{s:?} is not a count (e.g. 1e9, 250000000, 8G, 2^34)"))?;
     if !(v >= 1.0 && v * mult <= 1.8e19) {
         return Err(format!("{s:?} is out of range"));
-    }
-    Ok((v * mult).round() as u64)
-}
-
-fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let v: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("{s:?} is not a size (e.g. 24GiB, 512MB)"))?;
-    let mult = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1.0,
-        "k" | "kb" => 1e3,
-        "kib" => 1024.0,
-        "m" | "mb" => 1e6,
-        "mib" => 1024.0 * 1024.0,
-        "g" | "gb" => 1e9,
-        "gib" => 1024.0 * 1024.0 * 1024.0,
-        "t" | "tb" => 1e12,
-        "tib" => 1024f64.powi(4),
-        other => return Err(format!("unknown unit {other:?} in {s:?}")),
-    };
-    if v.is_nan() || v <= 0.0 {
-        return Err(format!("{s:?} must be positive"));
     }
     Ok((v * mult).round() as u64)
 }

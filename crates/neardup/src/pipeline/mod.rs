@@ -7,8 +7,8 @@
 
 mod decision;
 mod reevaluate;
+mod sets;
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -269,7 +269,11 @@ pub struct DeduperBuilder {
     hasher: SimHasher,
     rule: Rule,
     expected_records: u64,
+    set_cache_bytes: u64,
 }
+
+/// How much memory the verification sets read back from a store may keep by default.
+pub const DEFAULT_SET_CACHE_BYTES: u64 = 256 << 20;
 
 impl DeduperBuilder {
     /// The fingerprint profile.
@@ -287,6 +291,14 @@ impl DeduperBuilder {
     /// How many records the index should be laid out for (beyond those stored).
     pub fn expected_records(mut self, n: u64) -> Self {
         self.expected_records = n;
+        self
+    }
+
+    /// How many bytes of verification sets read back from the store are kept in memory for
+    /// the next candidate that needs them (default [`DEFAULT_SET_CACHE_BYTES`]; 0 for none).
+    /// Unused with a store that keeps its sets in memory itself.
+    pub fn set_cache_bytes(mut self, bytes: u64) -> Self {
+        self.set_cache_bytes = bytes;
         self
     }
 
@@ -329,6 +341,7 @@ impl DeduperBuilder {
             ShortText::CharNgrams { max_distance, .. } => max_distance,
             ShortText::ExactOnly => 0,
         };
+        let store_sets_in_memory = store.sets_in_memory();
         let mut d = Deduper {
             hasher: self.hasher,
             short_hasher,
@@ -345,7 +358,11 @@ impl DeduperBuilder {
             hosts: HashMap::new(),
             generation: 0,
             next_handle: 1,
-            pending: FastMap::default(),
+            sets: sets::Sets::new(if store_sets_in_memory {
+                0
+            } else {
+                self.set_cache_bytes
+            }),
             group: Vec::new(),
             window_queue: None,
             poisoned: false,
@@ -395,8 +412,8 @@ pub struct Deduper<S: Store> {
     /// Bumped whenever `hosts` changes, so analyses made with older boilerplate are redone.
     generation: u64,
     next_handle: u64,
-    /// Shingle sets of records not yet committed.
-    pending: FastMap<u64, Vec<u32>>,
+    /// Verification sets not committed yet, and recently used ones.
+    sets: sets::Sets,
     /// Records indexed so far in the window being decided: (handle, indexed bits, index).
     group: Vec<(u64, u64, IndexKind)>,
     /// (first seen, handle) of records not yet evicted by a sliding window; only once
@@ -423,6 +440,7 @@ impl Deduper<crate::store::MemoryStore> {
                 .expect("the default profile is valid"),
             rule: Rule::default(),
             expected_records: 0,
+            set_cache_bytes: DEFAULT_SET_CACHE_BYTES,
         }
     }
 }
@@ -607,7 +625,7 @@ impl<S: Store> Deduper<S> {
     fn commit(&mut self, batch: Batch) -> Result<()> {
         match self.store.commit(&batch) {
             Ok(()) => {
-                self.pending.clear();
+                self.sets.committed();
                 Ok(())
             }
             Err(e) => {
@@ -629,22 +647,31 @@ impl<S: Store> Deduper<S> {
         }
     }
 
-    /// The verification sets of `handles`, in order: uncommitted ones borrowed from memory,
-    /// the rest read from the store in one batch (one round trip for a remote store).
-    fn shingle_sets(&self, handles: &[u64]) -> Result<Vec<Option<Cow<'_, [u32]>>>> {
-        let remote: Vec<u64> = handles
+    /// The verification sets of `handles`, in order: those in memory (uncommitted or
+    /// cached), the rest read from the store in one batch (one round trip for a remote
+    /// store) and cached.
+    fn shingle_sets(&self, handles: &[u64]) -> Result<Vec<Option<sets::Set>>> {
+        let mut found: Vec<Option<sets::Set>> = handles.iter().map(|&h| self.sets.get(h)).collect();
+        let missing: Vec<u64> = handles
             .iter()
-            .copied()
-            .filter(|h| !self.pending.contains_key(h))
+            .zip(&found)
+            .filter(|(_, s)| s.is_none())
+            .map(|(&h, _)| h)
             .collect();
-        let mut fetched = self.store.shingles_many(&remote)?.into_iter();
-        Ok(handles
-            .iter()
-            .map(|h| match self.pending.get(h) {
-                Some(s) => Some(Cow::Borrowed(s.as_slice())),
-                None => fetched.next().flatten().map(Cow::Owned),
-            })
-            .collect())
+        if missing.is_empty() {
+            return Ok(found);
+        }
+        let mut fetched = self.store.shingles_many(&missing)?.into_iter();
+        for (&h, slot) in handles.iter().zip(&mut found) {
+            if slot.is_none() {
+                *slot = fetched.next().flatten().map(|set| {
+                    let set = sets::Set::from(set);
+                    self.sets.fetched(h, &set);
+                    set
+                });
+            }
+        }
+        Ok(found)
     }
 
     /// The index a record's candidates come from, with its radius and Jaccard threshold.
@@ -1235,7 +1262,7 @@ impl<S: Store> Deduper<S> {
             self.group.push((handle, p.fingerprint as u64, kind));
         }
         if indexed {
-            self.pending.insert(handle, p.shingles.clone());
+            self.sets.add_pending(handle, p.shingles.as_slice().into());
         }
         batch.records.push(NewRecord {
             record: stored,
@@ -1499,7 +1526,7 @@ impl<S: Store> Deduper<S> {
             }
             Features::ExactOnly => {}
         }
-        self.pending.remove(&h);
+        self.sets.remove(h);
         let mut members = self.members.remove(&meta.survivor).unwrap_or_default();
         members.retain(|&m| m != h);
         if self.by_content.get(&meta.content_hash) == Some(&h) {

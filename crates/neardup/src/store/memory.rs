@@ -43,6 +43,10 @@ impl Store for MemoryStore {
         Ok(())
     }
 
+    fn sets_in_memory(&self) -> bool {
+        true
+    }
+
     fn shingles(&self, handle: u64) -> Result<Option<Vec<u32>>> {
         Ok(self.shingles.get(&handle).cloned())
     }

@@ -220,6 +220,9 @@ impl<T: Store + ?Sized> Store for Box<T> {
     fn load(&self, f: &mut dyn FnMut(StoredRecord)) -> Result<()> {
         (**self).load(f)
     }
+    fn sets_in_memory(&self) -> bool {
+        (**self).sets_in_memory()
+    }
     fn shingles(&self, handle: u64) -> Result<Option<Vec<u32>>> {
         (**self).shingles(handle)
     }
@@ -325,6 +328,11 @@ pub trait Store: Send + Sync {
     /// Backend failures.
     fn set_profile(&mut self, profile: &str) -> Result<()> {
         self.set_meta("profile", profile)
+    }
+    /// Whether the store keeps verification sets in memory, so that the pipeline need not
+    /// cache copies of the ones it reads back.
+    fn sets_in_memory(&self) -> bool {
+        false
     }
     /// Calls `f` with every stored record, in handle order.
     ///

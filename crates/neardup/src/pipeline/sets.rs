@@ -1,0 +1,146 @@
+//! Verification sets kept in memory: the ones not committed yet, and a bounded cache of
+//! committed ones read back from the store.
+//!
+//! Every candidate is verified by exact Jaccard against its stored shingle set. Reading a set
+//! back costs a B-tree lookup and a multi-kilobyte blob (SQLite) or a round trip (Redis), and
+//! the same sets are asked for again and again: a cluster's members are checked by every
+//! record that joins it, and near duplicates tend to arrive close together in a crawl. On a
+//! 1 GB corpus the reads were a tenth of a `neardup dedup` run before this cache.
+
+use std::sync::Arc;
+
+use quick_cache::sync::Cache;
+
+use super::FastMap;
+
+/// A verification set: sorted distinct shingle ids.
+pub(super) type Set = Arc<[u32]>;
+
+/// What a cached set is charged besides its ids (the entry, the `Arc`'s counts).
+const ENTRY_OVERHEAD: u64 = 48;
+
+#[derive(Debug, Clone, Copy, Default)]
+struct SetWeight;
+
+impl quick_cache::Weighter<u64, Set> for SetWeight {
+    fn weight(&self, _: &u64, set: &Set) -> u64 {
+        set.len() as u64 * 4 + ENTRY_OVERHEAD
+    }
+}
+
+/// The sets the pipeline holds: `pending` until their batch commits, then in `cache` (when
+/// it has room) until evicted or erased.
+pub(super) struct Sets {
+    pending: FastMap<u64, Set>,
+    /// `None` when the store keeps its sets in memory itself.
+    cache: Option<Cache<u64, Set, SetWeight>>,
+}
+
+impl std::fmt::Debug for Sets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sets")
+            .field("pending", &self.pending.len())
+            .field("cached", &self.cache.as_ref().map_or(0, |c| c.len()))
+            .finish()
+    }
+}
+
+impl Sets {
+    /// Sets with a cache of at most `cache_bytes` (none for 0).
+    pub(super) fn new(cache_bytes: u64) -> Sets {
+        // quick_cache sizes its table from the expected count; sets average a few kilobytes.
+        let cache = (cache_bytes > 0).then(|| {
+            let items = (cache_bytes / 4096).clamp(16, 1 << 20) as usize;
+            Cache::with_weighter(items, cache_bytes, SetWeight)
+        });
+        Sets {
+            pending: FastMap::default(),
+            cache,
+        }
+    }
+
+    /// The set of a record of the batch being built.
+    pub(super) fn add_pending(&mut self, handle: u64, set: Set) {
+        self.pending.insert(handle, set);
+    }
+
+    /// The batch committed: its sets become cached ones.
+    pub(super) fn committed(&mut self) {
+        match &self.cache {
+            Some(cache) => {
+                for (h, set) in self.pending.drain() {
+                    cache.insert(h, set);
+                }
+            }
+            None => self.pending.clear(),
+        }
+    }
+
+    /// Forgets a record's set (erasure): nothing of it stays in memory.
+    pub(super) fn remove(&mut self, handle: u64) {
+        self.pending.remove(&handle);
+        if let Some(cache) = &self.cache {
+            cache.remove(&handle);
+        }
+    }
+
+    /// The set of `handle` if it is in memory.
+    pub(super) fn get(&self, handle: u64) -> Option<Set> {
+        self.pending
+            .get(&handle)
+            .cloned()
+            .or_else(|| self.cache.as_ref()?.get(&handle))
+    }
+
+    /// Keeps a set read from the store for the next time it is asked for.
+    pub(super) fn fetched(&self, handle: u64, set: &Set) {
+        if let Some(cache) = &self.cache {
+            cache.insert(handle, set.clone());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(n: u32) -> Set {
+        (0..n).collect::<Vec<u32>>().into()
+    }
+
+    #[test]
+    fn pending_sets_move_to_the_cache_on_commit_and_go_on_erasure() {
+        let mut sets = Sets::new(1 << 20);
+        sets.add_pending(1, set(10));
+        assert_eq!(sets.get(1).as_deref(), Some(&set(10)[..]));
+        sets.committed();
+        assert!(sets.pending.is_empty());
+        assert_eq!(sets.get(1).as_deref(), Some(&set(10)[..]));
+        sets.remove(1);
+        assert_eq!(sets.get(1), None);
+        sets.fetched(2, &set(3));
+        assert_eq!(sets.get(2).as_deref(), Some(&set(3)[..]));
+    }
+
+    #[test]
+    fn without_a_cache_only_pending_sets_are_held() {
+        let mut sets = Sets::new(0);
+        sets.add_pending(1, set(10));
+        sets.committed();
+        assert_eq!(sets.get(1), None);
+        sets.fetched(2, &set(3));
+        assert_eq!(sets.get(2), None);
+    }
+
+    #[test]
+    fn the_cache_stays_within_its_budget() {
+        let budget = 64 * 1024;
+        let sets = Sets::new(budget);
+        for h in 0..1000 {
+            sets.fetched(h, &set(1000));
+        }
+        let cache = sets.cache.as_ref().expect("a cache");
+        assert!(cache.weight() <= budget, "{} > {budget}", cache.weight());
+        assert!(cache.len() >= 2, "the cache keeps what fits");
+    }
+}
