@@ -13,6 +13,8 @@ use std::sync::Arc;
 
 use std::borrow::Cow;
 
+use anyhow::Context;
+
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -182,6 +184,12 @@ fn read_path(
     } else {
         path.display().to_string()
     };
+    if (args.jsonl || args.lines) && !args.no_mmap {
+        if let Some(map) = map_plain_file(path) {
+            emit_mapped_lines(map, &name, BLOCK_BYTES, f)?;
+            return Ok(());
+        }
+    }
     let reader = match open(path) {
         Ok(r) => r,
         Err(reason) => return reject_file(&name, reason, f),
@@ -304,11 +312,103 @@ fn invalid_utf8(valid_up_to: usize) -> String {
 /// How much of an input is read at a time; lines are handed out as slices of these blocks.
 const BLOCK_BYTES: usize = 1 << 20;
 
+/// A plain (uncompressed) regular file mapped into memory, or `None` when it is not one or
+/// cannot be mapped (it is then read as a stream, which reports any error).
+///
+/// Mapping spares copying every byte from the page cache into a buffer and zeroing fresh
+/// buffers for it: on a 1 GB JSONL input that was a tenth of the CPU time of a dedup run, which
+/// reads its input twice. As with any mapped file (ripgrep maps files too), the input must not
+/// be truncated while it is read: `--no-mmap` reads it as a stream instead.
+fn map_plain_file(path: &Path) -> Option<memmap2::Mmap> {
+    if path == Path::new("-") || is_compressed(path) {
+        return None;
+    }
+    let file = File::open(path).ok()?;
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() || meta.len() == 0 {
+        return None;
+    }
+    // SAFETY: the map is only read, and only while the file is not truncated (documented
+    // above and at --no-mmap); lines are handed out as shared borrows of it.
+    let map = unsafe { memmap2::Mmap::map(&file) }.ok()?;
+    let _ = map.advise(memmap2::Advice::Sequential);
+    Some(map)
+}
+
+/// Whether the file's name says it is compressed (or in a format the readers refuse).
+fn is_compressed(path: &Path) -> bool {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    matches!(
+        ext.as_deref(),
+        Some("gz" | "zst" | "bz2" | "xz" | "lz4" | "lzma" | "br" | "z" | "zip" | "7z")
+    )
+}
+
+/// The bytes a run of lines is handed out from: a block read into memory, or a range of a
+/// mapped file (which hands its pages back when the last of its lines is dropped).
+#[derive(Debug)]
+enum Block {
+    Read(Vec<u8>),
+    Mapped {
+        map: Arc<memmap2::Mmap>,
+        range: std::ops::Range<usize>,
+    },
+}
+
+impl std::ops::Deref for Block {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            Block::Read(bytes) => bytes,
+            Block::Mapped { map, range } => &map[range.clone()],
+        }
+    }
+}
+
+impl Drop for Block {
+    fn drop(&mut self) {
+        let Block::Mapped { map, range } = self else {
+            return;
+        };
+        // Unmap the pages that lie wholly inside this block, so the process does not keep
+        // the whole input resident (they stay in the page cache). Pages shared with the next
+        // or the last block stay mapped: one of them may still be in use.
+        let page = page_size();
+        let start = range.start.div_ceil(page) * page;
+        let end = if range.end == map.len() {
+            range.end
+        } else {
+            range.end / page * page
+        };
+        if start < end {
+            // SAFETY: no borrow of these bytes outlives the block: every line handed out from
+            // it holds the block, and this is its drop. Pages of a file mapping read again
+            // after MADV_DONTNEED come back from the file, unchanged.
+            let _ = unsafe {
+                map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start)
+            };
+        }
+    }
+}
+
+fn page_size() -> usize {
+    static PAGE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    // SAFETY: sysconf has no preconditions.
+    *PAGE.get_or_init(|| match unsafe { libc::sysconf(libc::_SC_PAGESIZE) } {
+        n if n > 0 => n as usize,
+        _ => 4096,
+    })
+}
+
 /// One line's bytes (without its line end), shared with the block it was read from: lines
 /// are handed on without a copy or an allocation of their own.
 #[derive(Debug, Clone)]
 pub struct LineBytes {
-    block: Arc<Vec<u8>>,
+    block: Arc<Block>,
     start: usize,
     end: usize,
 }
@@ -316,7 +416,7 @@ pub struct LineBytes {
 impl LineBytes {
     /// The same line without leading and trailing ASCII whitespace.
     pub fn trimmed(mut self) -> LineBytes {
-        let bytes = &self.block[..];
+        let bytes: &[u8] = &self.block;
         while self.start < self.end && bytes[self.start].is_ascii_whitespace() {
             self.start += 1;
         }
@@ -338,7 +438,7 @@ impl std::ops::Deref for LineBytes {
 /// Hands every non-blank line of `block` (from `first_line` on) to `f`; returns the number
 /// of lines it held.
 fn emit_lines(
-    block: Vec<u8>,
+    block: Block,
     file: &Arc<str>,
     first_line: u64,
     f: &mut impl FnMut(Item) -> anyhow::Result<()>,
@@ -371,21 +471,57 @@ fn emit_lines(
     Ok(line_no - first_line)
 }
 
-/// Calls `f` with every non-blank line of `reader`, read in blocks like the inputs; for
-/// files this program wrote itself, so a read error ends the walk with an error.
+/// Calls `f` with every non-blank line of the file at `path`, mapped (or read in blocks
+/// like the inputs); for files this program wrote itself, so a read error ends the walk
+/// with an error.
 ///
 /// # Errors
 /// A read error, or what `f` returns.
 pub fn for_each_line(
-    reader: impl Read,
-    name: &str,
+    path: &Path,
     mut f: impl FnMut(LineBytes) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
-    read_lines_in_blocks(reader, name, BLOCK_BYTES, &mut |item| match item {
+    let name = path.display().to_string();
+    let mut f = |item| match item {
         Item::Line { bytes, .. } => f(bytes),
         Item::Done(Err(reject)) => anyhow::bail!("{reject}"),
         Item::Done(Ok(record)) => anyhow::bail!("{}: not a line", record.origin),
-    })
+    };
+    match map_plain_file(path) {
+        Some(map) => emit_mapped_lines(map, &name, BLOCK_BYTES, &mut f),
+        None => {
+            let file = File::open(path).with_context(|| format!("opening {name}"))?;
+            read_lines_in_blocks(file, &name, BLOCK_BYTES, &mut f)
+        }
+    }
+}
+
+/// Hands on the lines of a mapped file, `block_bytes` (more for a longer line) at a time.
+fn emit_mapped_lines(
+    map: memmap2::Mmap,
+    name: &str,
+    block_bytes: usize,
+    f: &mut impl FnMut(Item) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let file: Arc<str> = Arc::from(name);
+    let map = Arc::new(map);
+    let mut line_no = 0u64;
+    let mut start = 0;
+    while start < map.len() {
+        let want = (start + block_bytes.max(1)).min(map.len());
+        // Blocks end after a line end (or at the end of the file).
+        let end = match memchr::memchr(b'\n', &map[want - 1..]) {
+            Some(i) => want + i,
+            None => map.len(),
+        };
+        let block = Block::Mapped {
+            map: map.clone(),
+            range: start..end,
+        };
+        line_no += emit_lines(block, &file, line_no, f)?;
+        start = end;
+    }
+    Ok(())
 }
 
 /// Reads `block_bytes` at a time (more for a longer line) and hands on each block's lines.
@@ -411,7 +547,7 @@ fn read_lines_in_blocks(
                 // What was read whole is still used; the rest is one reject.
                 let complete = memchr::memrchr(b'\n', &block).map_or(0, |i| i + 1);
                 block.truncate(complete);
-                line_no += emit_lines(block, &file, line_no, f)?;
+                line_no += emit_lines(Block::Read(block), &file, line_no, f)?;
                 return f(Item::Done(Err(Reject {
                     origin: Origin {
                         file: file.to_string(),
@@ -432,7 +568,7 @@ fn read_lines_in_blocks(
             }
             block.truncate(block.len() - carry.len());
         }
-        line_no += emit_lines(block, &file, line_no, f)?;
+        line_no += emit_lines(Block::Read(block), &file, line_no, f)?;
         if eof {
             return Ok(());
         }
@@ -782,6 +918,53 @@ mod tests {
         for block in [1, 4, 8, 49, 50, 51, 64, 1 << 20] {
             assert_eq!(lines(&data, block, false), want, "block of {block} bytes");
         }
+    }
+
+    #[test]
+    fn mapped_files_are_cut_into_the_same_lines_as_streams() {
+        let long = "y".repeat(5000);
+        let data = format!("one\r\n\n  \ntwo\n{long}\n\nlast");
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        std::io::Write::write_all(&mut file, data.as_bytes()).unwrap();
+        let want = lines(&data, 1 << 20, false);
+        for block in [1, 3, 4, 5, 4095, 4096, 5000, 5010, 1 << 20] {
+            let map = map_plain_file(file.path()).expect("a plain file maps");
+            let mut got = Vec::new();
+            emit_mapped_lines(map, "in", block, &mut |item| {
+                let Item::Line { line, bytes, .. } = item else {
+                    panic!("lines are handed on unparsed");
+                };
+                got.push((Some(line), String::from_utf8(bytes.to_vec()).unwrap()));
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(got, want, "blocks of {block} bytes");
+        }
+        // Lines outlive the blocks' neighbours: each keeps its own block's pages readable.
+        let map = map_plain_file(file.path()).unwrap();
+        let mut kept = Vec::new();
+        emit_mapped_lines(map, "in", 4096, &mut |item| {
+            if let Item::Line { bytes, .. } = item {
+                kept.push(bytes);
+            }
+            Ok(())
+        })
+        .unwrap();
+        let last = kept.pop().unwrap();
+        drop(kept);
+        assert_eq!(&*last, b"last");
+    }
+
+    #[test]
+    fn compressed_and_empty_files_are_not_mapped() {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, data) in [("a.jsonl.gz", &b"x\n"[..]), ("b.jsonl", &b""[..])] {
+            let path = dir.path().join(name);
+            std::fs::write(&path, data).unwrap();
+            assert!(map_plain_file(&path).is_none(), "{name}");
+        }
+        assert!(map_plain_file(dir.path()).is_none(), "a directory");
+        assert!(map_plain_file(Path::new("-")).is_none(), "stdin");
     }
 
     #[test]

@@ -777,12 +777,11 @@ impl RunState {
         let dir = self.out.dir.clone();
         let mut kept_out =
             BufWriter::with_capacity(OUTPUT_BUFFER, File::create(dir.join("kept.jsonl"))?);
-        let spool = File::open(dir.join(".kept.spool"))?;
         let mut kept = 0u64;
         let mut written: HashSet<String> = HashSet::new();
         // Lines are rendered in parallel, chunk by chunk, and written in spool order.
         let mut chunk = Vec::with_capacity(8192);
-        input::for_each_line(spool, ".kept.spool", |line| {
+        input::for_each_line(&dir.join(".kept.spool"), |line| {
             chunk.push(line);
             if chunk.len() == chunk.capacity() {
                 kept += write_kept_chunk(&chunk, deduper, &mut kept_out, &mut written)?;
