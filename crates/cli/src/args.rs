@@ -328,3 +328,23 @@ fn parse_cache_size(s: &str) -> Result<u64, String> {
         parse_size(s)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cache_sizes_parse_and_zero_turns_the_cache_off() {
+        assert_eq!(parse_cache_size("0"), Ok(0));
+        assert_eq!(parse_cache_size("256MiB"), Ok(256 << 20));
+        assert_eq!(parse_cache_size("1 GB"), Ok(1_000_000_000));
+        assert!(parse_cache_size("-1").is_err());
+        assert!(parse_cache_size("lots").is_err());
+        let cli = Cli::try_parse_from(["neardup", "query", "--text", "x", "--set-cache", "0"])
+            .expect("parses");
+        let Command::Query(q) = cli.command else {
+            panic!("a query");
+        };
+        assert_eq!(q.rule.set_cache, 0);
+    }
+}

@@ -631,3 +631,68 @@ fn a_group_decides_exactly_as_records_one_by_one() {
     };
     assert_eq!(log(&grouped), log(&one_by_one));
 }
+
+#[test]
+fn the_set_cache_changes_no_decision_and_forgets_erased_records() {
+    // Families of edited copies, several batches (so candidates' sets are read back from the
+    // store or the cache), an erasure between them.
+    let batches: Vec<Vec<Record>> = (0..4u64)
+        .map(|b| {
+            (0..12u64)
+                .map(|i| {
+                    let family = i % 4;
+                    let text = edit(&doc(100 + family, 200), (b * 3 + i) as usize % 9);
+                    Record::new(format!("r{b}-{i}"), text)
+                })
+                .collect()
+        })
+        .collect();
+    let tmp = tempfile::tempdir().expect("temp dir");
+    // One batch, after erasing the id given.
+    type Step<'a> = dyn FnMut(&[Record], Option<&str>) -> Vec<Outcome> + 'a;
+    let run = |d: &mut Step<'_>| {
+        let mut decisions = Vec::new();
+        for (b, batch) in batches.iter().enumerate() {
+            let erase = (b == 2).then_some("r0-1");
+            for o in d(batch, erase) {
+                decisions.push(format!("{} {:?}", o.id, o.decision));
+            }
+        }
+        decisions
+    };
+    let sqlite = |cache: u64, name: &str| {
+        let mut d = Deduper::builder()
+            .set_cache_bytes(cache)
+            .open(SqliteStore::open(&tmp.path().join(name)).unwrap())
+            .unwrap();
+        let decisions = run(&mut |batch, erase| {
+            if let Some(id) = erase {
+                let h = d.by_id[id];
+                assert!(
+                    cache == 0 || d.sets.get(h).is_some(),
+                    "{id}'s set is cached"
+                );
+                d.erase(&[id]).unwrap();
+                assert!(
+                    d.sets.get(h).is_none(),
+                    "an erased record's set is forgotten"
+                );
+            }
+            d.process(batch, t(NOW)).unwrap()
+        });
+        decisions
+    };
+    let mut m = memory();
+    let in_memory = run(&mut |batch, erase| {
+        if let Some(id) = erase {
+            m.erase(&[id]).unwrap();
+        }
+        m.process(batch, t(NOW)).unwrap()
+    });
+    assert!(
+        in_memory.iter().any(|d| d.contains("Merged")),
+        "{in_memory:?}"
+    );
+    assert_eq!(sqlite(DEFAULT_SET_CACHE_BYTES, "cached.db"), in_memory);
+    assert_eq!(sqlite(0, "uncached.db"), in_memory);
+}
