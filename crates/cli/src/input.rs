@@ -414,6 +414,16 @@ pub struct LineBytes {
 }
 
 impl LineBytes {
+    /// The same line in a block of its own, so that holding it does not hold the (much
+    /// larger) block it was read from.
+    pub fn detached(&self) -> LineBytes {
+        LineBytes {
+            block: Arc::new(Block::Read(self.to_vec())),
+            start: 0,
+            end: self.len(),
+        }
+    }
+
     /// The same line without leading and trailing ASCII whitespace.
     pub fn trimmed(mut self) -> LineBytes {
         let bytes: &[u8] = &self.block;

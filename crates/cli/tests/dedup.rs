@@ -392,3 +392,45 @@ fn kept_lines_are_the_input_objects_with_the_cluster_keys_set_once() {
     assert_eq!(third["note"], "café \"q\"");
     assert_eq!(third["cluster_size"], 1);
 }
+
+#[test]
+fn boilerplate_is_learned_from_every_page_of_a_host_that_reaches_the_minimum() {
+    // 20 pages of big.example (the minimum) with a shared template, interleaved with 19
+    // pages of small.example with the same template: big.example's first 19 pages are seen
+    // before it qualifies, and must count all the same (with only its 20th counted, the
+    // template, on fewer than --boilerplate-min-count pages, would not be learned).
+    let dir = tempfile::tempdir().unwrap();
+    let template = "home news sport weather contact about privacy terms subscribe login \
+                    register search archive topics latest popular newsletter follow share print";
+    let mut lines = Vec::new();
+    for i in 0..20 {
+        for (host, n) in [("big.example", i), ("small.example", 100 + i)] {
+            if host == "small.example" && i == 19 {
+                continue;
+            }
+            let body = format!("{template} {}", prose(n + 1));
+            lines.push(
+                serde_json::json!({"id": format!("{host}/{i}"),
+                "url": format!("https://{host}/{i}"), "body_text": body})
+                .to_string(),
+            );
+        }
+    }
+    std::fs::write(dir.path().join("in.jsonl"), lines.join("\n")).unwrap();
+    let run = neardup(
+        dir.path(),
+        &[
+            "dedup", "--jsonl", "in.jsonl", "--out", "out", "--store", "s.db", "-q",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let hosts = report(&dir.path().join("out"))["boilerplate_hosts"].clone();
+    let hosts = hosts.as_array().expect("a list");
+    assert_eq!(hosts.len(), 1, "{hosts:?}");
+    assert_eq!(hosts[0]["host"], "big.example");
+    assert_eq!(hosts[0]["pages_learned_from"], 20);
+    assert!(
+        hosts[0]["boilerplate_shingles"].as_u64().unwrap() >= 10,
+        "the template's shingles: {hosts:?}"
+    );
+}

@@ -217,6 +217,11 @@ impl BoilerplateLearner {
         true
     }
 
+    /// The pages of `host` counted so far by [`begin_page`](Self::begin_page).
+    pub fn pages(&self, host: &str) -> u64 {
+        self.hosts.get(host).map_or(0, |s| s.pages)
+    }
+
     /// Counts the shingles (duplicates ignored) of a page [`begin_page`](Self::begin_page)
     /// sampled.
     pub fn sample_page(&mut self, host: &str, shingles: &[u64]) {
