@@ -371,27 +371,33 @@ impl std::ops::Deref for Block {
 
 impl Drop for Block {
     fn drop(&mut self) {
-        let Block::Mapped { map, range } = self else {
-            return;
-        };
         // Unmap the pages that lie wholly inside this block, so the process does not keep
         // the whole input resident (they stay in the page cache). Pages shared with the next
-        // or the last block stay mapped: one of them may still be in use.
-        let page = page_size();
-        let start = range.start.div_ceil(page) * page;
-        let end = if range.end == map.len() {
-            range.end
-        } else {
-            range.end / page * page
-        };
-        if start < end {
-            // SAFETY: no borrow of these bytes outlives the block: every line handed out from
-            // it holds the block, and this is its drop. Pages of a file mapping read again
-            // after MADV_DONTNEED come back from the file, unchanged.
-            let _ = unsafe {
-                map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start)
-            };
+        // or the last block stay mapped: one of them may still be in use. No borrow of these
+        // bytes outlives the block: every line handed out from it holds the block.
+        if let Block::Mapped { map, range } = self {
+            release_pages(map, range.clone());
         }
+    }
+}
+
+/// Unmaps the pages of `map` that lie wholly inside `range` (they stay in the page cache,
+/// and come back from the file, unchanged, if read again). The caller holds no borrow of
+/// those bytes.
+pub fn release_pages(map: &memmap2::Mmap, range: std::ops::Range<usize>) {
+    let page = page_size();
+    let start = range.start.div_ceil(page) * page;
+    let end = if range.end >= map.len() {
+        map.len()
+    } else {
+        range.end / page * page
+    };
+    if start < end {
+        // SAFETY: no borrow of these bytes is alive (the caller's contract), and pages of a
+        // file mapping read after MADV_DONTNEED are read from the file again.
+        let _ = unsafe {
+            map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start)
+        };
     }
 }
 
@@ -414,6 +420,16 @@ pub struct LineBytes {
 }
 
 impl LineBytes {
+    /// For a line of a mapped file, the map and the line's byte range in it.
+    pub fn mapped(&self) -> Option<(&Arc<memmap2::Mmap>, std::ops::Range<usize>)> {
+        match &*self.block {
+            Block::Mapped { map, range } => {
+                Some((map, range.start + self.start..range.start + self.end))
+            }
+            Block::Read(_) => None,
+        }
+    }
+
     /// The same line in a block of its own, so that holding it does not hold the (much
     /// larger) block it was read from.
     pub fn detached(&self) -> LineBytes {

@@ -434,3 +434,75 @@ fn boilerplate_is_learned_from_every_page_of_a_host_that_reaches_the_minimum() {
         "the template's shingles: {hosts:?}"
     );
 }
+
+#[test]
+fn kept_records_are_the_same_whether_the_input_is_mapped_or_read() {
+    // Plain files are mapped and kept objects are written from the input at the end; .gz
+    // files and --no-mmap read the input and spool copies. The outputs must not differ.
+    let dir = tempfile::tempdir().unwrap();
+    let mut lines = Vec::new();
+    for i in 0..40usize {
+        let body = if i % 4 == 3 {
+            format!("{} extra words here", prose(i - 1))
+        } else {
+            prose(i)
+        };
+        // Keys in an order serde_json would not write them, so objects kept as read show.
+        // No first_seen: kept.jsonl sets that key, so an object holding it is rewritten;
+        // every fifth record holds another such key.
+        let own = if i % 5 == 0 {
+            ",\"cluster_size\":99"
+        } else {
+            ""
+        };
+        lines.push(format!(
+            "  {{\"id\":\"r{i}\",\"url\":\"https://h{}.example/{i}\",\"body_text\":\"{body}\"{own}}}  ",
+            i % 3
+        ));
+    }
+    let text = lines.join("\n") + "\n";
+    std::fs::write(dir.path().join("in.jsonl"), &text).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, text.as_bytes()).unwrap();
+    std::fs::write(dir.path().join("in.jsonl.gz"), gz.finish().unwrap()).unwrap();
+    let mut kept = Vec::new();
+    for (name, input, extra) in [
+        ("mapped", "in.jsonl", None),
+        ("read", "in.jsonl.gz", None),
+        ("streamed", "in.jsonl", Some("--no-mmap")),
+    ] {
+        let store = format!("{name}.db");
+        let mut args = vec![
+            "dedup", "--jsonl", input, "--out", name, "--store", &store, "-q",
+        ];
+        args.extend(extra);
+        let run = neardup(dir.path(), &args);
+        assert_eq!(run.code, 0, "{name}: {}", run.stderr);
+        let k = std::fs::read_to_string(dir.path().join(name).join("kept.jsonl")).unwrap();
+        assert!(k.lines().count() >= 20, "{name}: {k}");
+        // Records without a first_seen are stamped with the time of their run.
+        let k: Vec<Value> = k
+            .lines()
+            .map(|l| {
+                let mut v: Value = serde_json::from_str(l).expect("a JSON line");
+                v["first_seen"] = Value::Null;
+                v
+            })
+            .collect();
+        kept.push((
+            k,
+            std::fs::read_to_string(dir.path().join(name).join("kept.jsonl")).unwrap(),
+        ));
+    }
+    assert_eq!(kept[0].0, kept[1].0, "mapped and read inputs");
+    assert_eq!(kept[0].0, kept[2].0, "mapped and streamed inputs");
+    let raw = &kept[0].1;
+    assert!(
+        raw.contains("{\"id\":\"r1\",\"url\""),
+        "objects as read: {raw}"
+    );
+    assert!(
+        !raw.contains("\"cluster_size\":99"),
+        "the input's own value is replaced"
+    );
+}

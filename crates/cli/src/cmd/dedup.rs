@@ -1,10 +1,11 @@
 //! `neardup dedup`: the main job.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::File;
 use std::io::{BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
@@ -150,15 +151,6 @@ enum SpoolObject {
     Rewritten(String),
 }
 
-impl SpoolObject {
-    fn bytes(&self) -> &[u8] {
-        match self {
-            SpoolObject::AsRead(line) => line,
-            SpoolObject::Rewritten(s) => s.as_bytes(),
-        }
-    }
-}
-
 /// The keys kept.jsonl sets on each surviving record (an input's own values are replaced).
 const KEPT_KEYS: [&str; 5] = [
     "source_urls",
@@ -234,6 +226,7 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
         counts: Counts::default(),
         run_ids: Vec::new(),
         already_merged: HashSet::new(),
+        maps: SpoolMaps::default(),
         hosts: BTreeMap::new(),
     };
     let progress = progress_bar(show, "deduplicating");
@@ -475,17 +468,69 @@ fn spawn_reader<'scope>(
     (reader, rx)
 }
 
-/// A survivor's kept.jsonl line: `line[body]` (its object as read, up to before the closing
-/// brace) followed by `tail` (the cluster's keys and the closing brace).
+/// A survivor's kept.jsonl line: its object as read, up to before the closing brace, from
+/// where `body` says, followed by `tail` (the cluster's keys and the closing brace).
 struct KeptLine {
     id: String,
-    body: std::ops::Range<usize>,
+    body: Body,
     tail: Vec<u8>,
+}
+
+/// Where a kept line's object is: in the spool line, or in a mapped input file.
+enum Body {
+    Spool(std::ops::Range<usize>),
+    Mapped {
+        map: usize,
+        range: std::ops::Range<usize>,
+    },
+}
+
+/// The mapped input files spooled objects refer to (`@map:start:end` in the spool, instead
+/// of a copy of the object): a 1 GB run spooled 700 MB of objects, copied from the input into
+/// the spool, through the page cache and back.
+#[derive(Default)]
+struct SpoolMaps {
+    maps: Vec<Arc<memmap2::Mmap>>,
+    by_address: HashMap<usize, usize>,
+    /// Per map, the end of what kept.jsonl has been written from: pages before it are
+    /// unmapped again, so the run does not end with its kept objects resident.
+    released: Vec<usize>,
+}
+
+impl SpoolMaps {
+    fn index_of(&mut self, map: &Arc<memmap2::Mmap>) -> usize {
+        let address = Arc::as_ptr(map) as usize;
+        *self.by_address.entry(address).or_insert_with(|| {
+            self.maps.push(map.clone());
+            self.released.push(0);
+            self.maps.len() - 1
+        })
+    }
+
+    /// The bytes `map[start..end]` named by a spooled `@map:start:end`.
+    fn resolve(&self, reference: &str) -> anyhow::Result<(usize, std::ops::Range<usize>, &[u8])> {
+        let mut parts = reference.split(':').map(str::parse::<usize>);
+        let (Some(Ok(map)), Some(Ok(start)), Some(Ok(end)), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            bail!("a bad object reference {reference:?}");
+        };
+        let bytes = self
+            .maps
+            .get(map)
+            .and_then(|m| m.get(start..end))
+            .with_context(|| format!("an object reference out of range {reference:?}"))?;
+        Ok((map, start..end, bytes))
+    }
 }
 
 /// A spooled record's kept.jsonl line, when it survives: its object with the cluster's keys
 /// added. The object itself is not copied: the caller writes it from the spool's line.
-fn render_kept(line: &str, deduper: &Deduper<Box<dyn Store>>) -> anyhow::Result<Option<KeptLine>> {
+fn render_kept(
+    line: &str,
+    maps: &SpoolMaps,
+    deduper: &Deduper<Box<dyn Store>>,
+) -> anyhow::Result<Option<KeptLine>> {
     let mut parts = line.splitn(4, '\t');
     let (Some(id), Some(origin), Some(language), Some(object)) =
         (parts.next(), parts.next(), parts.next(), parts.next())
@@ -504,25 +549,40 @@ fn render_kept(line: &str, deduper: &Deduper<Box<dyn Store>>) -> anyhow::Result<
         return Ok(None);
     };
     let mut tail = Vec::with_capacity(256);
-    let object_at = line.len() - object.len();
     let body = if object == "null" {
         write!(
             tail,
             "{{\"id\":{},\"source\":{origin},",
             serde_json::to_string(&id)?
         )?;
-        0..0
+        Body::Spool(0..0)
     } else {
         // The object as read (its own copies of the added keys were removed before it was
         // spooled): up to its closing brace, then ours.
-        let body = object
-            .strip_suffix('}')
+        let (bytes, at) = match object.strip_prefix('@') {
+            Some(reference) => {
+                let (map, range, bytes) = maps.resolve(reference)?;
+                (bytes, Body::Mapped { map, range })
+            }
+            None => {
+                let start = line.len() - object.len();
+                (object.as_bytes(), Body::Spool(start..line.len()))
+            }
+        };
+        let body = bytes
+            .strip_suffix(b"}")
             .context("a spooled object is not a JSON object")?
-            .trim_end();
-        if !body.ends_with('{') {
+            .trim_ascii_end();
+        if !body.ends_with(b"{") {
             tail.push(b',');
         }
-        object_at..object_at + body.len()
+        match at {
+            Body::Spool(r) => Body::Spool(r.start..r.start + body.len()),
+            Body::Mapped { map, range } => Body::Mapped {
+                map,
+                range: range.start..range.start + body.len(),
+            },
+        }
     };
     write!(
         tail,
@@ -544,21 +604,37 @@ fn render_kept(line: &str, deduper: &Deduper<Box<dyn Store>>) -> anyhow::Result<
 /// id once); returns how many it wrote.
 fn write_kept_chunk(
     chunk: &[input::LineBytes],
+    maps: &mut SpoolMaps,
     deduper: &Deduper<Box<dyn Store>>,
     out: &mut impl Write,
     written: &mut HashSet<String>,
 ) -> anyhow::Result<u64> {
     let rendered: Vec<Option<KeptLine>> = chunk
         .par_iter()
-        .map(|line| render_kept(simdutf8::basic::from_utf8(line)?, deduper))
+        .map(|line| render_kept(simdutf8::basic::from_utf8(line)?, maps, deduper))
         .collect::<anyhow::Result<_>>()?;
     let mut kept = 0;
+    let mut read_upto = maps.released.clone();
     for (line, k) in chunk.iter().zip(rendered) {
         let Some(k) = k else { continue };
         if written.insert(k.id) {
-            out.write_all(&line[k.body])?;
+            match &k.body {
+                Body::Spool(r) => out.write_all(&line[r.clone()])?,
+                Body::Mapped { map, range } => {
+                    out.write_all(&maps.maps[*map][range.clone()])?;
+                    read_upto[*map] = read_upto[*map].max(range.end);
+                }
+            }
             out.write_all(&k.tail)?;
             kept += 1;
+        }
+    }
+    // Nothing borrows the objects written: their pages can go (a later reference to them,
+    // if any, reads them from the page cache again).
+    for (m, upto) in read_upto.into_iter().enumerate() {
+        if upto > maps.released[m] {
+            input::release_pages(&maps.maps[m], maps.released[m]..upto);
+            maps.released[m] = upto;
         }
     }
     Ok(kept)
@@ -744,6 +820,8 @@ struct RunState {
     /// Ids stored by an earlier run as merged records.
     already_merged: HashSet<String>,
     hosts: BTreeMap<String, HostShare>,
+    /// The mapped inputs the spool refers to.
+    maps: SpoolMaps,
 }
 
 impl RunState {
@@ -777,7 +855,21 @@ impl RunState {
         w.write_all(b"\t")?;
         serde_json::to_writer(&mut *w, &language)?;
         w.write_all(b"\t")?;
-        w.write_all(object.as_ref().map_or(&b"null"[..], SpoolObject::bytes))?;
+        match &object {
+            Some(SpoolObject::AsRead(line)) => match line.mapped() {
+                // A reference, not a copy: the object is read from the input at the end.
+                Some((map, range)) => write!(
+                    w,
+                    "@{}:{}:{}",
+                    self.maps.index_of(map),
+                    range.start,
+                    range.end
+                )?,
+                None => w.write_all(line)?,
+            },
+            Some(SpoolObject::Rewritten(s)) => w.write_all(s.as_bytes())?,
+            None => w.write_all(b"null")?,
+        }
         w.write_all(b"\n")?;
         Ok(())
     }
@@ -847,16 +939,17 @@ impl RunState {
         let mut written: HashSet<String> = HashSet::new();
         // Lines are rendered in parallel, chunk by chunk, and written in spool order.
         let mut chunk = Vec::with_capacity(8192);
+        let mut maps = std::mem::take(&mut self.maps);
         input::for_each_line(&dir.join(".kept.spool"), |line| {
             chunk.push(line);
             if chunk.len() == chunk.capacity() {
-                kept += write_kept_chunk(&chunk, deduper, &mut kept_out, &mut written)?;
+                kept += write_kept_chunk(&chunk, &mut maps, deduper, &mut kept_out, &mut written)?;
                 chunk.clear();
             }
             Ok(())
         })
         .and_then(|()| {
-            kept += write_kept_chunk(&chunk, deduper, &mut kept_out, &mut written)?;
+            kept += write_kept_chunk(&chunk, &mut maps, deduper, &mut kept_out, &mut written)?;
             Ok(())
         })
         .with_context(|| format!("corrupt spool in {}", dir.display()))?;
