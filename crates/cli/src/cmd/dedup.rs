@@ -952,7 +952,12 @@ impl RunState {
             kept += write_kept_chunk(&chunk, &mut maps, deduper, &mut kept_out, &mut written)?;
             Ok(())
         })
-        .with_context(|| format!("corrupt spool in {}", dir.display()))?;
+        .with_context(|| {
+            format!(
+                "writing {} from its spool",
+                dir.join("kept.jsonl").display()
+            )
+        })?;
         kept_out.flush()?;
         let mut clusters_out =
             BufWriter::with_capacity(OUTPUT_BUFFER, File::create(dir.join("clusters.jsonl"))?);
