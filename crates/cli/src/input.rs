@@ -148,6 +148,30 @@ fn reject_file(
     })))
 }
 
+/// How a file is compressed, by its name.
+#[derive(Debug, PartialEq, Eq)]
+enum Compression {
+    Plain,
+    Gzip,
+    Zstd,
+    /// A compression the readers do not take (its extension).
+    Unsupported(String),
+}
+
+fn compression(path: &Path) -> Compression {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    match ext.as_str() {
+        "gz" => Compression::Gzip,
+        "zst" => Compression::Zstd,
+        "bz2" | "xz" | "lz4" | "lzma" | "br" | "z" | "zip" | "7z" => Compression::Unsupported(ext),
+        _ => Compression::Plain,
+    }
+}
+
 /// Opens an input for reading. No buffer of its own: lines are read in large blocks and
 /// documents whole, and the decompressors buffer their compressed input themselves.
 fn open(path: &Path) -> Result<Box<dyn Read>, String> {
@@ -155,22 +179,17 @@ fn open(path: &Path) -> Result<Box<dyn Read>, String> {
         return Ok(Box::new(io::stdin()));
     }
     let file = File::open(path).map_err(|e| format!("cannot open: {e}"))?;
-    let ext = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    Ok(match ext.as_str() {
-        "gz" => Box::new(flate2::read::MultiGzDecoder::new(file)),
-        "zst" => Box::new(
+    Ok(match compression(path) {
+        Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(file)),
+        Compression::Zstd => Box::new(
             zstd::stream::read::Decoder::new(file).map_err(|e| format!("cannot open: {e}"))?,
         ),
-        "bz2" | "xz" | "lz4" | "lzma" | "br" | "z" | "zip" | "7z" => {
+        Compression::Unsupported(ext) => {
             return Err(format!(
                 "unknown compression .{ext}: use plain, .gz or .zst input"
             ))
         }
-        _ => Box::new(file),
+        Compression::Plain => Box::new(file),
     })
 }
 
@@ -320,7 +339,7 @@ const BLOCK_BYTES: usize = 1 << 20;
 /// reads its input twice. As with any mapped file (ripgrep maps files too), the input must not
 /// be truncated while it is read: `--no-mmap` reads it as a stream instead.
 fn map_plain_file(path: &Path) -> Option<memmap2::Mmap> {
-    if path == Path::new("-") || is_compressed(path) {
+    if path == Path::new("-") || compression(path) != Compression::Plain {
         return None;
     }
     let file = File::open(path).ok()?;
@@ -333,18 +352,6 @@ fn map_plain_file(path: &Path) -> Option<memmap2::Mmap> {
     let map = unsafe { memmap2::Mmap::map(&file) }.ok()?;
     let _ = map.advise(memmap2::Advice::Sequential);
     Some(map)
-}
-
-/// Whether the file's name says it is compressed (or in a format the readers refuse).
-fn is_compressed(path: &Path) -> bool {
-    let ext = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(str::to_ascii_lowercase);
-    matches!(
-        ext.as_deref(),
-        Some("gz" | "zst" | "bz2" | "xz" | "lz4" | "lzma" | "br" | "z" | "zip" | "7z")
-    )
 }
 
 /// The bytes a run of lines is handed out from: a block read into memory, or a range of a

@@ -468,21 +468,20 @@ fn spawn_reader<'scope>(
     (reader, rx)
 }
 
-/// A survivor's kept.jsonl line: its object as read, up to before the closing brace, from
-/// where `body` says, followed by `tail` (the cluster's keys and the closing brace).
+/// A survivor's kept.jsonl line: its object as read, up to before the closing brace
+/// (`body` of `source`), followed by `tail` (the cluster's keys and the closing brace).
 struct KeptLine {
     id: String,
-    body: Body,
+    source: Source,
+    body: std::ops::Range<usize>,
     tail: Vec<u8>,
 }
 
 /// Where a kept line's object is: in the spool line, or in a mapped input file.
-enum Body {
-    Spool(std::ops::Range<usize>),
-    Mapped {
-        map: usize,
-        range: std::ops::Range<usize>,
-    },
+#[derive(Clone, Copy)]
+enum Source {
+    Spool,
+    Mapped(usize),
 }
 
 /// The mapped input files spooled objects refer to (`@map:start:end` in the spool, instead
@@ -507,8 +506,8 @@ impl SpoolMaps {
         })
     }
 
-    /// The bytes `map[start..end]` named by a spooled `@map:start:end`.
-    fn resolve(&self, reference: &str) -> anyhow::Result<(usize, std::ops::Range<usize>, &[u8])> {
+    /// The map, start and bytes `map[start..end]` named by a spooled `@map:start:end`.
+    fn resolve(&self, reference: &str) -> anyhow::Result<(usize, usize, &[u8])> {
         let mut parts = reference.split(':').map(str::parse::<usize>);
         let (Some(Ok(map)), Some(Ok(start)), Some(Ok(end)), None) =
             (parts.next(), parts.next(), parts.next(), parts.next())
@@ -520,7 +519,7 @@ impl SpoolMaps {
             .get(map)
             .and_then(|m| m.get(start..end))
             .with_context(|| format!("an object reference out of range {reference:?}"))?;
-        Ok((map, start..end, bytes))
+        Ok((map, start, bytes))
     }
 }
 
@@ -549,25 +548,22 @@ fn render_kept(
         return Ok(None);
     };
     let mut tail = Vec::with_capacity(256);
-    let body = if object == "null" {
+    let (source, body) = if object == "null" {
         write!(
             tail,
             "{{\"id\":{},\"source\":{origin},",
             serde_json::to_string(&id)?
         )?;
-        Body::Spool(0..0)
+        (Source::Spool, 0..0)
     } else {
         // The object as read (its own copies of the added keys were removed before it was
         // spooled): up to its closing brace, then ours.
-        let (bytes, at) = match object.strip_prefix('@') {
+        let (source, start, bytes) = match object.strip_prefix('@') {
             Some(reference) => {
-                let (map, range, bytes) = maps.resolve(reference)?;
-                (bytes, Body::Mapped { map, range })
+                let (map, start, bytes) = maps.resolve(reference)?;
+                (Source::Mapped(map), start, bytes)
             }
-            None => {
-                let start = line.len() - object.len();
-                (object.as_bytes(), Body::Spool(start..line.len()))
-            }
+            None => (Source::Spool, line.len() - object.len(), object.as_bytes()),
         };
         let body = bytes
             .strip_suffix(b"}")
@@ -576,13 +572,7 @@ fn render_kept(
         if !body.ends_with(b"{") {
             tail.push(b',');
         }
-        match at {
-            Body::Spool(r) => Body::Spool(r.start..r.start + body.len()),
-            Body::Mapped { map, range } => Body::Mapped {
-                map,
-                range: range.start..range.start + body.len(),
-            },
-        }
+        (source, start..start + body.len())
     };
     write!(
         tail,
@@ -597,7 +587,12 @@ fn render_kept(
         tail.extend_from_slice(language.as_bytes());
     }
     tail.extend_from_slice(b"}\n");
-    Ok(Some(KeptLine { id, body, tail }))
+    Ok(Some(KeptLine {
+        id,
+        source,
+        body,
+        tail,
+    }))
 }
 
 /// Renders a chunk of spool lines in parallel and writes the survivors' lines in order (each
@@ -618,11 +613,11 @@ fn write_kept_chunk(
     for (line, k) in chunk.iter().zip(rendered) {
         let Some(k) = k else { continue };
         if written.insert(k.id) {
-            match &k.body {
-                Body::Spool(r) => out.write_all(&line[r.clone()])?,
-                Body::Mapped { map, range } => {
-                    out.write_all(&maps.maps[*map][range.clone()])?;
-                    read_upto[*map] = read_upto[*map].max(range.end);
+            match k.source {
+                Source::Spool => out.write_all(&line[k.body])?,
+                Source::Mapped(map) => {
+                    read_upto[map] = read_upto[map].max(k.body.end);
+                    out.write_all(&maps.maps[map][k.body])?;
                 }
             }
             out.write_all(&k.tail)?;
@@ -647,7 +642,7 @@ fn write_kept_chunk(
 /// input order either way, so what is learned does not change.
 #[derive(Default)]
 struct Deferred {
-    by_host: std::collections::HashMap<String, Vec<input::Item>>,
+    by_host: HashMap<String, Vec<input::Item>>,
     /// Bytes of the deferred lines (copies: their input blocks are not held).
     bytes: usize,
 }
