@@ -7,8 +7,13 @@ use crate::text::TokenRule;
 use crate::{Error, Result};
 
 /// Version of everything that defines a fingerprint beyond the profile's fields (tokeniser,
-/// normaliser, token and shingle hashes). Bump it when any of them changes.
-pub const FORMAT_VERSION: u16 = 2;
+/// normaliser, token and shingle hashes, and the language detector where stopwords are
+/// left out). Bump it when any of them changes, and say in [`Profile::reads`] which older
+/// versions stay comparable.
+///
+/// 3: a Latin-script text dominated by one language's stopwords is that language without
+/// trigram scoring, which shapes only `/stop` fingerprints.
+pub const FORMAT_VERSION: u16 = 3;
 
 /// The feature hash.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -66,7 +71,7 @@ pub enum WeightingTag {
 /// and format version. Two fingerprints are comparable only when their profiles are equal.
 ///
 /// The text form (`Display`/`FromStr`) is stored with fingerprints, e.g.
-/// `neardup/2/xxh3/w4/b64/tf`; options away from the defaults follow (`/tok=jieba`,
+/// `neardup/3/xxh3/w4/b64/tf`; options away from the defaults follow (`/tok=jieba`,
 /// `/stop`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Profile {
@@ -108,6 +113,33 @@ impl Profile {
     pub fn stopwords(&self) -> bool {
         self.stopwords
     }
+
+    /// Whether fingerprints made with the profile written `stored` (as a store keeps it)
+    /// are comparable with this profile's: the same profile, or one of an older format
+    /// version that differs from this one only where this profile does not look.
+    ///
+    /// ```
+    /// use neardup::fingerprint::Profile;
+    /// let current: Profile = "neardup/3/xxh3/w4/b64/tf".parse().unwrap();
+    /// assert!(current.reads("neardup/3/xxh3/w4/b64/tf"));
+    /// // Version 3 changed the language detector, which only `/stop` profiles depend on.
+    /// assert!(current.reads("neardup/2/xxh3/w4/b64/tf"));
+    /// let stop: Profile = "neardup/3/xxh3/w4/b64/tf/stop".parse().unwrap();
+    /// assert!(!stop.reads("neardup/2/xxh3/w4/b64/tf/stop"));
+    /// assert!(!current.reads("neardup/3/xxh3/w5/b64/tf"));
+    /// ```
+    pub fn reads(&self, stored: &str) -> bool {
+        let Ok(stored) = stored.parse::<Profile>() else {
+            return false;
+        };
+        let older_same = stored.version == 2 && self.version == 3 && !self.stopwords;
+        stored == *self
+            || (older_same
+                && Profile {
+                    version: 3,
+                    ..stored
+                } == *self)
+    }
 }
 
 impl fmt::Display for Profile {
@@ -146,7 +178,7 @@ impl FromStr for Profile {
         let bad = |reason: &str| Error::InvalidConfig {
             field: "profile",
             value: s.to_owned(),
-            reason: format!("{reason} (expected e.g. neardup/2/xxh3/w4/b64/tf)"),
+            reason: format!("{reason} (expected e.g. neardup/3/xxh3/w4/b64/tf)"),
         };
         let parts: Vec<&str> = s.split('/').collect();
         if parts.len() < 6 {

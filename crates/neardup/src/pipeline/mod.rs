@@ -322,12 +322,21 @@ impl DeduperBuilder {
         let short_profile = short_hasher
             .as_ref()
             .map_or_else(|| "exact-only".to_owned(), |h| h.profile().to_string());
-        for (key, current) in [
-            ("profile", self.hasher.profile().to_string()),
-            ("short_profile", short_profile),
-        ] {
+        let profiles = [
+            (
+                "profile",
+                self.hasher.profile().to_string(),
+                Some(self.hasher.profile()),
+            ),
+            (
+                "short_profile",
+                short_profile,
+                short_hasher.as_ref().map(SimHasher::profile),
+            ),
+        ];
+        for (key, current, profile) in profiles {
             match store.meta(key)? {
-                Some(stored) if stored != current => {
+                Some(stored) if stored != current && !profile.is_some_and(|p| p.reads(&stored)) => {
                     return Err(Error::ConfigMismatch { stored, current })
                 }
                 Some(_) => {}

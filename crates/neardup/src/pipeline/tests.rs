@@ -403,7 +403,7 @@ fn sqlite_store_persists_clusters_and_refuses_another_profile() {
         .unwrap_err();
     assert!(matches!(err, Error::ConfigMismatch { .. }), "{err}");
     assert!(
-        err.to_string().contains("neardup/2/xxh3/w4/b64/tf"),
+        err.to_string().contains("neardup/3/xxh3/w4/b64/tf"),
         "{err}"
     );
 }
@@ -695,4 +695,33 @@ fn the_set_cache_changes_no_decision_and_forgets_erased_records() {
     );
     assert_eq!(sqlite(DEFAULT_SET_CACHE_BYTES, "cached.db"), in_memory);
     assert_eq!(sqlite(0, "uncached.db"), in_memory);
+}
+
+#[test]
+fn stores_of_the_previous_format_version_open_where_their_fingerprints_still_compare() {
+    let dir = tempfile::tempdir().unwrap();
+    let open_as = |name: &str, stored: &str, hasher: SimHasher| {
+        let path = dir.path().join(name);
+        let mut store = SqliteStore::open(&path).unwrap();
+        store.set_profile(stored).unwrap();
+        // The default rule fingerprints short text by character shingles.
+        store
+            .set_meta("short_profile", "neardup/2/xxh3/w3/b64/tf/tok=chars")
+            .unwrap();
+        Deduper::builder()
+            .hasher(hasher)
+            .open(SqliteStore::open(&path).unwrap())
+    };
+    // Version 3 changed only the language detector: default-profile fingerprints of
+    // version 2 are the same.
+    let default = SimHasher::builder().build().unwrap();
+    assert!(open_as("v2.db", "neardup/2/xxh3/w4/b64/tf", default.clone()).is_ok());
+    // Stopword-dropping fingerprints depend on the detected language: refused.
+    let stop = SimHasher::builder().stopwords(true).build().unwrap();
+    let err = open_as("v2stop.db", "neardup/2/xxh3/w4/b64/tf/stop", stop.clone()).unwrap_err();
+    assert!(matches!(err, Error::ConfigMismatch { .. }), "{err}");
+    assert!(open_as("v3stop.db", "neardup/3/xxh3/w4/b64/tf/stop", stop).is_ok());
+    // Anything else that differs is still refused.
+    let err = open_as("w5.db", "neardup/2/xxh3/w5/b64/tf", default).unwrap_err();
+    assert!(matches!(err, Error::ConfigMismatch { .. }), "{err}");
 }
