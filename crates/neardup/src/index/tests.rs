@@ -144,18 +144,24 @@ fn check_against_oracle(
                 expected.extend(hits.into_iter().map(|m| (at, m)));
             }
             for index in &under_test {
-                let mut got = Vec::new();
-                index
-                    .query_batch(&queries, k, &mut got)
-                    .expect("radius within layout");
-                prop_assert_eq!(
-                    &got,
-                    &expected,
-                    "batch {} k={} pass={}",
-                    index.stats().layout,
-                    k,
-                    pass
-                );
+                // Both batch paths: grouped random probes, and the sorted sweep that large
+                // batches over large tables take.
+                for sweep in [None, Some(7), Some(1 << 20)] {
+                    let mut got = Vec::new();
+                    super::table::FORCE_SORTED_SWEEP.with(|f| f.set(sweep));
+                    let answered = index.query_batch(&queries, k, &mut got);
+                    super::table::FORCE_SORTED_SWEEP.with(|f| f.set(None));
+                    answered.expect("radius within layout");
+                    prop_assert_eq!(
+                        &got,
+                        &expected,
+                        "batch {} k={} pass={} sweep={:?}",
+                        index.stats().layout,
+                        k,
+                        pass,
+                        sweep
+                    );
+                }
             }
         }
         // Second pass after merging buffers and dropping tombstones.
