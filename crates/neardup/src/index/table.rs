@@ -1110,6 +1110,14 @@ impl TableSet {
             out.clear();
             let mut total = QueryStats::default();
             for (n, part) in queries.chunks(sweep).enumerate() {
+                #[cfg(target_arch = "x86_64")]
+                if std::arch::is_x86_feature_detected!("avx2")
+                    && std::arch::is_x86_feature_detected!("popcnt")
+                {
+                    // SAFETY: the CPU supports the features `sorted_avx2` is compiled for.
+                    total.add(unsafe { self.sorted_avx2(part, n * sweep, max_distance, out) });
+                    continue;
+                }
                 total.add(self.batch_sorted(part, n * sweep, max_distance, out));
             }
             return total;
@@ -1150,6 +1158,19 @@ impl TableSet {
     /// this kind of machine; the sweep does not pay it. Appends to `out` what
     /// [`query_batch_exact`](Self::query_batch_exact) fills it with, positions counted from
     /// `base`.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,popcnt")]
+    unsafe fn sorted_avx2(
+        &self,
+        queries: &[u64],
+        base: usize,
+        max_distance: u32,
+        out: &mut Vec<(usize, Match)>,
+    ) -> QueryStats {
+        self.batch_sorted(queries, base, max_distance, out)
+    }
+
+    #[inline(always)]
     fn batch_sorted(
         &self,
         queries: &[u64],
