@@ -25,6 +25,10 @@ const SAMPLE_BYTES: usize = 300;
 
 /// Detects the language and script of `text` from its first 300 bytes.
 ///
+/// A Latin-script sample made of one language's stopwords (at least 8 hits, three times any
+/// other language's) is that language; otherwise whatlang's trigram scoring decides, among
+/// the languages whose stopwords the sample uses when it uses a few.
+///
 /// ```
 /// let l = neardup::text::detect_language("Le renard brun saute par-dessus le chien paresseux, puis il s'en va").unwrap();
 /// assert_eq!(l.code, "fra");
