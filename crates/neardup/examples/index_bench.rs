@@ -253,8 +253,7 @@ fn time_queries(index: &dyn HammingIndex, queries: &[(u64, Option<u64>)], k: u32
     start.rates(queries.len())
 }
 
-/// Like [`time_queries`] through `query_batch` (groups of 1024 queries).
-/// Answers the queries through `query_batch`, `batch` at a time.
+/// Like [`time_queries`] through `query_batch`, `batch` queries at a time.
 fn time_batch(
     index: &dyn HammingIndex,
     queries: &[(u64, Option<u64>)],

@@ -132,13 +132,13 @@ impl Profile {
         let Ok(stored) = stored.parse::<Profile>() else {
             return false;
         };
-        let older_same = stored.version == 2 && self.version == 3 && !self.stopwords;
+        // Format 3 changed only the language detector, which `/stop` profiles depend on.
+        let only_version_differs = Profile {
+            version: self.version,
+            ..stored
+        } == *self;
         stored == *self
-            || (older_same
-                && Profile {
-                    version: 3,
-                    ..stored
-                } == *self)
+            || (only_version_differs && stored.version == 2 && self.version == 3 && !self.stopwords)
     }
 }
 

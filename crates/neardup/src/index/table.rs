@@ -1258,19 +1258,9 @@ impl TableSet {
             let first = out.len();
             out.extend(grouped[start..end].iter().map(|&m| (base + qi, m)));
             start = end;
-            if self.buffered() > 0 {
-                one.clear();
-                self.scan_buffer(q, max_distance, &mut one, &mut total);
-                out.extend(one.iter().map(|&m| (base + qi, m)));
-            }
-            if out.len() - first > 1 {
-                out[first..].sort_unstable_by_key(|&(_, m)| m);
-            }
+            self.finish_batch_query(q, base + qi, first, max_distance, out, &mut one, &mut total);
         }
-        if total.capped_probes > 0 {
-            self.capped_total
-                .fetch_add(total.capped_probes, Ordering::Relaxed);
-        }
+        self.count_capped(&total);
         total
     }
 
@@ -1367,21 +1357,43 @@ impl TableSet {
                         ));
                     }
                 }
-                if self.buffered() > 0 {
-                    one.clear();
-                    self.scan_buffer(q, max_distance, &mut one, &mut total);
-                    out.extend(one.iter().map(|&m| (at, m)));
-                }
-                if out.len() - first > 1 {
-                    out[first..].sort_unstable_by_key(|&(_, m)| m);
-                }
+                self.finish_batch_query(q, at, first, max_distance, out, &mut one, &mut total);
             }
         }
-        if total.capped_probes > 0 {
-            self.capped_total
-                .fetch_add(total.capped_probes, Ordering::Relaxed);
-        }
+        self.count_capped(&total);
         total
+    }
+
+    /// Ends query `q` (at position `at`) of a batch whose table matches are `out[first..]`:
+    /// adds the insert buffer's matches and puts them all in (distance, id) order.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn finish_batch_query(
+        &self,
+        q: u64,
+        at: usize,
+        first: usize,
+        max_distance: u32,
+        out: &mut Vec<(usize, Match)>,
+        scratch: &mut Vec<Match>,
+        stats: &mut QueryStats,
+    ) {
+        if self.buffered() > 0 {
+            scratch.clear();
+            self.scan_buffer(q, max_distance, scratch, stats);
+            out.extend(scratch.iter().map(|&m| (at, m)));
+        }
+        if out.len() - first > 1 {
+            out[first..].sort_unstable_by_key(|&(_, m)| m);
+        }
+    }
+
+    /// Adds the probes `stats` capped to the index's running count.
+    fn count_capped(&self, stats: &QueryStats) {
+        if stats.capped_probes > 0 {
+            self.capped_total
+                .fetch_add(stats.capped_probes, Ordering::Relaxed);
+        }
     }
 
     /// Whether a row found in a table is still stored: skips the bitmap read when the
@@ -1653,10 +1665,7 @@ impl TableSet {
 
     #[inline(always)]
     fn finish(&self, out: &mut [Match], stats: QueryStats) -> QueryStats {
-        if stats.capped_probes > 0 {
-            self.capped_total
-                .fetch_add(stats.capped_probes, Ordering::Relaxed);
-        }
+        self.count_capped(&stats);
         if out.len() > 1 {
             sort_matches(out);
         }

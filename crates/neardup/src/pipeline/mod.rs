@@ -319,22 +319,15 @@ impl DeduperBuilder {
                     .build()?,
             ),
         };
-        let short_profile = short_hasher
-            .as_ref()
-            .map_or_else(|| "exact-only".to_owned(), |h| h.profile().to_string());
         let profiles = [
-            (
-                "profile",
-                self.hasher.profile().to_string(),
-                Some(self.hasher.profile()),
-            ),
+            ("profile", Some(self.hasher.profile())),
             (
                 "short_profile",
-                short_profile,
                 short_hasher.as_ref().map(SimHasher::profile),
             ),
         ];
-        for (key, current, profile) in profiles {
+        for (key, profile) in profiles {
+            let current = profile.map_or_else(|| "exact-only".to_owned(), |p| p.to_string());
             match store.meta(key)? {
                 Some(stored) if stored != current && !profile.is_some_and(|p| p.reads(&stored)) => {
                     return Err(Error::ConfigMismatch { stored, current })
