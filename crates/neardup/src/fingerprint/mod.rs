@@ -517,10 +517,9 @@ impl SimHasher {
         }
     }
 
-    /// Fills `scratch.field` with the shingle hashes of one field (in order) and appends its
-    /// token hashes to `scratch.all_tokens`.
-    fn field_shingles(&self, text: &str, scratch: &mut Scratch) {
-        scratch.field.clear();
+    /// Fills `scratch.tokens` with the token hashes of one field (and, for the Python
+    /// profile, `scratch.strs` with each token's place in `scratch.normalized`).
+    fn field_tokens(&self, text: &str, scratch: &mut Scratch) {
         scratch.tokens.clear();
         match self.hash {
             HashAlgo::Xxh3 if self.tokens == TokenRule::Characters => {
@@ -530,7 +529,6 @@ impl SimHasher {
                     TokenRule::Characters,
                     &mut scratch.tokens,
                 );
-                shingle_hashes(&scratch.tokens, self.shingle_width, &mut scratch.field);
             }
             HashAlgo::Xxh3 => {
                 text_token_hashes(
@@ -539,7 +537,6 @@ impl SimHasher {
                     &mut scratch.normalized,
                     &mut scratch.tokens,
                 );
-                shingle_hashes(&scratch.tokens, self.shingle_width, &mut scratch.field);
             }
             HashAlgo::Blake2b => {
                 normalize_python_into(text, &mut scratch.normalized);
@@ -551,6 +548,20 @@ impl SimHasher {
                     strs.push((start, start + t.len()));
                     tokens.push(token_hash(t.as_bytes()));
                 });
+            }
+        }
+    }
+
+    /// Fills `scratch.tokens` and `scratch.field` with the token and shingle hashes of one
+    /// field (in order) and appends its token hashes to `scratch.all_tokens`.
+    fn field_shingles(&self, text: &str, scratch: &mut Scratch) {
+        scratch.field.clear();
+        self.field_tokens(text, scratch);
+        match self.hash {
+            HashAlgo::Xxh3 => {
+                shingle_hashes(&scratch.tokens, self.shingle_width, &mut scratch.field);
+            }
+            HashAlgo::Blake2b => {
                 let n = scratch.strs.len();
                 let w = self.shingle_width;
                 let windows = if n == 0 {
@@ -570,10 +581,36 @@ impl SimHasher {
                     }
                     scratch.field.push(blake2b64(&scratch.joined));
                 }
-                scratch.strs.clear();
             }
         }
         scratch.all_tokens.extend_from_slice(&scratch.tokens);
+    }
+
+    /// The language of a record whose longest field is `text`, with token hashes `tokens`.
+    fn language_of(&self, text: &str, tokens: &[u64]) -> Option<crate::text::Language> {
+        // Three windows of the text, at a quarter, half and three quarters, for trigram
+        // scoring when the stopword vote (over the tokens, windowed alike) does not decide:
+        // beginnings are often headers, bylines or navigation in another language or script
+        // than the content, and one window can fall on a quotation.
+        let mut sample = String::with_capacity(LANGUAGE_SAMPLE + 8);
+        let window = LANGUAGE_SAMPLE / 3;
+        for quarter in 1..=3 {
+            let mut start = (text.len() * quarter / 4).saturating_sub(window / 2);
+            while !text.is_char_boundary(start) {
+                start -= 1;
+            }
+            let mut end = (start + window).min(text.len());
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            sample.push_str(&text[start..end]);
+            sample.push('\n');
+        }
+        if self.tokens == TokenRule::Characters {
+            // Character tokens are no words to vote with: the sample's words vote.
+            return crate::text::detect_language(&sample);
+        }
+        crate::text::language::detect_language_of(&sample, tokens)
     }
 
     /// Leaves out of `scratch.field` the shingles whose tokens are all stopwords (weight 0).
@@ -612,28 +649,14 @@ impl SimHasher {
         scratch.all_tokens.clear();
         scratch.all_shingles.clear();
         scratch.language = None;
-        if self.detect_language {
-            // Three windows of the longest field, at a quarter, half and three quarters:
-            // beginnings are often headers, bylines or navigation in another language or
-            // script than the content, and one window can fall on a quotation.
-            let longest = fields.iter().map(|f| f.text).max_by_key(|t| t.len());
-            scratch.language = longest.and_then(|t| {
-                let mut sample = String::with_capacity(LANGUAGE_SAMPLE + 8);
-                let window = LANGUAGE_SAMPLE / 3;
-                for quarter in 1..=3 {
-                    let mut start = (t.len() * quarter / 4).saturating_sub(window / 2);
-                    while !t.is_char_boundary(start) {
-                        start -= 1;
-                    }
-                    let mut end = (start + window).min(t.len());
-                    while !t.is_char_boundary(end) {
-                        end -= 1;
-                    }
-                    sample.push_str(&t[start..end]);
-                    sample.push('\n');
-                }
-                crate::text::detect_language(&sample)
-            });
+        // The language is read from the longest field: before the fields when its stopwords
+        // are dropped, else from the token hashes its shingles are made of.
+        let longest = (0..fields.len()).max_by_key(|&i| fields[i].text.len());
+        if self.stopwords {
+            if let Some(i) = longest {
+                self.field_tokens(fields[i].text, scratch);
+                scratch.language = self.language_of(fields[i].text, &scratch.tokens);
+            }
         }
         let stops = match (&scratch.language, self.stopwords) {
             (Some(l), true) => crate::text::language::stopwords(l.code),
@@ -659,6 +682,9 @@ impl SimHasher {
                 scratch.all_tokens.push(FIELD_SEPARATOR);
             }
             self.field_shingles(field.text, scratch);
+            if self.detect_language && !self.stopwords && Some(i) == longest {
+                scratch.language = self.language_of(field.text, &scratch.tokens);
+            }
             if keep_shingles {
                 // Verification compares content; stopword runs are content too.
                 scratch.all_shingles.extend_from_slice(&scratch.field);

@@ -13,7 +13,9 @@ use crate::{Error, Result};
 ///
 /// 3: a Latin-script text dominated by one language's stopwords is that language without
 /// trigram scoring, which shapes only `/stop` fingerprints.
-pub const FORMAT_VERSION: u16 = 3;
+/// 4: the stopword vote reads up to 300 of the longest field's tokens, without single
+/// letters and numerals (again only `/stop` fingerprints).
+pub const FORMAT_VERSION: u16 = 4;
 
 /// The feature hash.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -71,7 +73,7 @@ pub enum WeightingTag {
 /// and format version. Two fingerprints are comparable only when their profiles are equal.
 ///
 /// The text form (`Display`/`FromStr`) is stored with fingerprints, e.g.
-/// `neardup/3/xxh3/w4/b64/tf`; options away from the defaults follow (`/tok=jieba`,
+/// `neardup/4/xxh3/w4/b64/tf`; options away from the defaults follow (`/tok=jieba`,
 /// `/stop`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Profile {
@@ -120,25 +122,31 @@ impl Profile {
     ///
     /// ```
     /// use neardup::fingerprint::Profile;
-    /// let current: Profile = "neardup/3/xxh3/w4/b64/tf".parse().unwrap();
-    /// assert!(current.reads("neardup/3/xxh3/w4/b64/tf"));
-    /// // Version 3 changed the language detector, which only `/stop` profiles depend on.
+    /// let current: Profile = "neardup/4/xxh3/w4/b64/tf".parse().unwrap();
+    /// assert!(current.reads("neardup/4/xxh3/w4/b64/tf"));
+    /// // Versions 3 and 4 changed the language detector, which only `/stop` profiles
+    /// // depend on.
     /// assert!(current.reads("neardup/2/xxh3/w4/b64/tf"));
-    /// let stop: Profile = "neardup/3/xxh3/w4/b64/tf/stop".parse().unwrap();
-    /// assert!(!stop.reads("neardup/2/xxh3/w4/b64/tf/stop"));
-    /// assert!(!current.reads("neardup/3/xxh3/w5/b64/tf"));
+    /// assert!(current.reads("neardup/3/xxh3/w4/b64/tf"));
+    /// let stop: Profile = "neardup/4/xxh3/w4/b64/tf/stop".parse().unwrap();
+    /// assert!(!stop.reads("neardup/3/xxh3/w4/b64/tf/stop"));
+    /// assert!(!current.reads("neardup/4/xxh3/w5/b64/tf"));
     /// ```
     pub fn reads(&self, stored: &str) -> bool {
         let Ok(stored) = stored.parse::<Profile>() else {
             return false;
         };
-        // Format 3 changed only the language detector, which `/stop` profiles depend on.
+        // Formats 3 and 4 changed only the language detector, which `/stop` profiles
+        // depend on.
         let only_version_differs = Profile {
             version: self.version,
             ..stored
         } == *self;
         stored == *self
-            || (only_version_differs && stored.version == 2 && self.version == 3 && !self.stopwords)
+            || (only_version_differs
+                && (2..=3).contains(&stored.version)
+                && self.version == 4
+                && !self.stopwords)
     }
 }
 
@@ -178,7 +186,7 @@ impl FromStr for Profile {
         let bad = |reason: &str| Error::InvalidConfig {
             field: "profile",
             value: s.to_owned(),
-            reason: format!("{reason} (expected e.g. neardup/3/xxh3/w4/b64/tf)"),
+            reason: format!("{reason} (expected e.g. neardup/4/xxh3/w4/b64/tf)"),
         };
         let parts: Vec<&str> = s.split('/').collect();
         if parts.len() < 6 {

@@ -177,7 +177,7 @@ fn different_profiles_cannot_be_compared() {
     let err = a.distance(&b).unwrap_err();
     assert!(matches!(err, Error::ProfileMismatch { .. }));
     assert!(
-        err.to_string().contains("neardup/3/xxh3/w4/b64/tf"),
+        err.to_string().contains("neardup/4/xxh3/w4/b64/tf"),
         "{err}"
     );
 }

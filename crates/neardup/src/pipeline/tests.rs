@@ -403,7 +403,7 @@ fn sqlite_store_persists_clusters_and_refuses_another_profile() {
         .unwrap_err();
     assert!(matches!(err, Error::ConfigMismatch { .. }), "{err}");
     assert!(
-        err.to_string().contains("neardup/3/xxh3/w4/b64/tf"),
+        err.to_string().contains("neardup/4/xxh3/w4/b64/tf"),
         "{err}"
     );
 }
@@ -712,15 +712,19 @@ fn stores_of_the_previous_format_version_open_where_their_fingerprints_still_com
             .hasher(hasher)
             .open(SqliteStore::open(&path).unwrap())
     };
-    // Version 3 changed only the language detector: default-profile fingerprints of
-    // version 2 are the same.
+    // Versions 3 and 4 changed only the language detector: default-profile fingerprints
+    // of versions 2 and 3 are the same.
     let default = SimHasher::builder().build().unwrap();
     assert!(open_as("v2.db", "neardup/2/xxh3/w4/b64/tf", default.clone()).is_ok());
+    assert!(open_as("v3.db", "neardup/3/xxh3/w4/b64/tf", default.clone()).is_ok());
     // Stopword-dropping fingerprints depend on the detected language: refused.
     let stop = SimHasher::builder().stopwords(true).build().unwrap();
-    let err = open_as("v2stop.db", "neardup/2/xxh3/w4/b64/tf/stop", stop.clone()).unwrap_err();
-    assert!(matches!(err, Error::ConfigMismatch { .. }), "{err}");
-    assert!(open_as("v3stop.db", "neardup/3/xxh3/w4/b64/tf/stop", stop).is_ok());
+    for old in ["2", "3"] {
+        let stored = format!("neardup/{old}/xxh3/w4/b64/tf/stop");
+        let err = open_as(&format!("v{old}stop.db"), &stored, stop.clone()).unwrap_err();
+        assert!(matches!(err, Error::ConfigMismatch { .. }), "{err}");
+    }
+    assert!(open_as("v4stop.db", "neardup/4/xxh3/w4/b64/tf/stop", stop).is_ok());
     // Anything else that differs is still refused.
     let err = open_as("w5.db", "neardup/2/xxh3/w5/b64/tf", default).unwrap_err();
     assert!(matches!(err, Error::ConfigMismatch { .. }), "{err}");
