@@ -9,7 +9,8 @@ use std::sync::{Mutex, MutexGuard};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 
 use super::{
-    Arrival, Batch, Features, HostBoilerplate, MergeLogEntry, Rejection, Store, StoredRecord,
+    Arrival, Batch, Features, HostBoilerplate, MergeLogEntry, NewRecord, Rejection, Store,
+    StoredRecord,
 };
 use crate::record::Timestamp;
 use crate::{Error, Result};
@@ -338,6 +339,64 @@ fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
     Ok(conn)
 }
 
+/// What the change log keeps of a committed batch: what other processes sharing the store
+/// need to bring their memory up to date. New records are named by handle, their rows hold
+/// the rest: a full copy made the log a quarter of the store's bytes.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+struct Change {
+    #[serde(default)]
+    handles: Vec<u64>,
+    /// New records in full, as stores written before the handles were logged have them.
+    #[serde(default, skip_serializing)]
+    records: Vec<NewRecord>,
+    #[serde(default)]
+    survivor_updates: Vec<(u64, u64)>,
+    #[serde(default)]
+    boilerplate: Vec<(String, HostBoilerplate)>,
+    #[serde(default)]
+    erase: Vec<u64>,
+}
+
+impl Change {
+    fn is_empty(&self) -> bool {
+        self.handles.is_empty()
+            && self.records.is_empty()
+            && self.survivor_updates.is_empty()
+            && self.boilerplate.is_empty()
+            && self.erase.is_empty()
+    }
+}
+
+/// The `records` columns [`record_from_row`] reads, in its order.
+const RECORD_COLUMNS: &str = "handle, id, fingerprint, content_hash, url, host, first_seen, \
+     retention_class, survivor, arrival, tokens, language, features";
+
+fn record_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<StoredRecord> {
+    let fp: String = row.get(2)?;
+    let ch: Vec<u8> = row.get(3)?;
+    let arrival: String = row.get(9)?;
+    let bad = |what: &str| {
+        rusqlite::Error::InvalidColumnType(0, what.to_owned(), rusqlite::types::Type::Text)
+    };
+    Ok(StoredRecord {
+        handle: row.get::<_, i64>(0)? as u64,
+        id: row.get(1)?,
+        fingerprint: u128::from_str_radix(&fp, 16).map_err(|_| bad("fingerprint"))?,
+        content_hash: u128::from_le_bytes(
+            ch.as_slice().try_into().map_err(|_| bad("content_hash"))?,
+        ),
+        url: row.get(4)?,
+        host: row.get(5)?,
+        first_seen: Timestamp(row.get(6)?),
+        retention_class: row.get(7)?,
+        survivor: row.get::<_, i64>(8)? as u64,
+        arrival: Arrival::parse(&arrival).ok_or_else(|| bad("arrival"))?,
+        tokens: row.get::<_, i64>(10)? as u32,
+        language: row.get(11)?,
+        features: Features::parse(&row.get::<_, String>(12)?).ok_or_else(|| bad("features"))?,
+    })
+}
+
 fn blob_to_ids(blob: &[u8]) -> Vec<u32> {
     blob.chunks_exact(4)
         .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
@@ -363,45 +422,13 @@ impl Store for SqliteStore {
             .map_err(|e| self.err(e))?;
         *self.seen.lock().unwrap_or_else(|e| e.into_inner()) = last;
         let mut stmt = conn
-            .prepare(
-                "SELECT handle, id, fingerprint, content_hash, url, host, first_seen,
-                    retention_class, survivor, arrival, tokens, language, features
-                 FROM records ORDER BY handle",
-            )
+            .prepare(&format!(
+                "SELECT {RECORD_COLUMNS} FROM records ORDER BY handle"
+            ))
             .map_err(|e| self.err(e))?;
         let mut rows = stmt.query([]).map_err(|e| self.err(e))?;
         while let Some(row) = rows.next().map_err(|e| self.err(e))? {
-            let record = (|| -> rusqlite::Result<StoredRecord> {
-                let fp: String = row.get(2)?;
-                let ch: Vec<u8> = row.get(3)?;
-                let arrival: String = row.get(9)?;
-                let bad = |what: &str| {
-                    rusqlite::Error::InvalidColumnType(
-                        0,
-                        what.to_owned(),
-                        rusqlite::types::Type::Text,
-                    )
-                };
-                Ok(StoredRecord {
-                    handle: row.get::<_, i64>(0)? as u64,
-                    id: row.get(1)?,
-                    fingerprint: u128::from_str_radix(&fp, 16).map_err(|_| bad("fingerprint"))?,
-                    content_hash: u128::from_le_bytes(
-                        ch.as_slice().try_into().map_err(|_| bad("content_hash"))?,
-                    ),
-                    url: row.get(4)?,
-                    host: row.get(5)?,
-                    first_seen: Timestamp(row.get(6)?),
-                    retention_class: row.get(7)?,
-                    survivor: row.get::<_, i64>(8)? as u64,
-                    arrival: Arrival::parse(&arrival).ok_or_else(|| bad("arrival"))?,
-                    tokens: row.get::<_, i64>(10)? as u32,
-                    language: row.get(11)?,
-                    features: Features::parse(&row.get::<_, String>(12)?)
-                        .ok_or_else(|| bad("features"))?,
-                })
-            })()
-            .map_err(|e| self.err(e))?;
+            let record = record_from_row(row).map_err(|e| self.err(e))?;
             f(record);
         }
         Ok(())
@@ -527,23 +554,16 @@ impl Store for SqliteStore {
             path: path.clone(),
             reason: e.to_string(),
         };
-        // What other processes need to bring their memory up to date: no shingles, no log.
-        let change = Batch {
-            records: batch
-                .records
-                .iter()
-                .map(|n| super::NewRecord {
-                    record: n.record.clone(),
-                    shingles: Vec::new(),
-                })
-                .collect(),
+        // What other processes need to bring their memory up to date: new records by handle
+        // (their rows hold the rest), no shingles, no log.
+        let change = Change {
+            handles: batch.records.iter().map(|n| n.record.handle).collect(),
+            records: Vec::new(),
             survivor_updates: batch.survivor_updates.clone(),
             boilerplate: batch.boilerplate.clone(),
             erase: batch.erase.clone(),
-            merges: Vec::new(),
-            rejections: Vec::new(),
         };
-        let json = serde_json::to_string(&change).expect("batches serialise");
+        let json = serde_json::to_string(&change).expect("changes serialise");
         let locked = std::mem::replace(&mut self.locked, false);
         let conn = self.conn();
         let write = |conn: &Connection| -> rusqlite::Result<i64> {
@@ -609,13 +629,41 @@ impl Store for SqliteStore {
                 Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
             })
             .map_err(|e| self.err(e))?;
-        for row in rows {
-            let (seq, json) = row.map_err(|e| self.err(e))?;
-            let batch: Batch = serde_json::from_str(&json).map_err(|e| Error::Store {
+        let changes: Vec<(i64, String)> = rows
+            .collect::<rusqlite::Result<_>>()
+            .map_err(|e| self.err(e))?;
+        let mut record = conn
+            .prepare_cached(&format!(
+                "SELECT {RECORD_COLUMNS} FROM records WHERE handle = ?1"
+            ))
+            .map_err(|e| self.err(e))?;
+        for (seq, json) in changes {
+            let change: Change = serde_json::from_str(&json).map_err(|e| Error::Store {
                 path: self.path.clone(),
                 reason: format!("change {seq} is unreadable: {e}"),
             })?;
-            f(batch);
+            let mut records = change.records;
+            for h in change.handles {
+                // A record a later change erased has no row: that change forgets it anyway.
+                let row = record
+                    .query_row([h as i64], |row| Ok(record_from_row(row)))
+                    .optional()
+                    .map_err(|e| self.err(e))?;
+                if let Some(r) = row {
+                    records.push(NewRecord {
+                        record: r.map_err(|e| self.err(e))?,
+                        shingles: Vec::new(),
+                    });
+                }
+            }
+            f(Batch {
+                records,
+                survivor_updates: change.survivor_updates,
+                merges: Vec::new(),
+                rejections: Vec::new(),
+                boilerplate: change.boilerplate,
+                erase: change.erase,
+            });
             *seen = seq;
         }
         Ok(())

@@ -329,3 +329,59 @@ fn sqlite_checkpoints_small_commits_early() {
     );
     drop(s);
 }
+
+#[test]
+fn sqlite_change_log_names_new_records_by_handle_and_reads_older_full_entries() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let path = tmp.path().join("s.db");
+    let mut writer = crate::store::SqliteStore::open(&path).unwrap();
+    let mut reader = crate::store::SqliteStore::open(&path).unwrap();
+    assert!(loaded(&reader).is_empty());
+    writer
+        .commit(&Batch {
+            records: vec![record(1, "r1", 1), record(2, "r2", 1)],
+            survivor_updates: vec![(2, 1)],
+            ..Batch::default()
+        })
+        .unwrap();
+    writer
+        .commit(&Batch {
+            erase: vec![2],
+            ..Batch::default()
+        })
+        .unwrap();
+    // An entry as the log held it before handles were logged: the record in full.
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let mut old = record(3, "r3", 3);
+    old.shingles.clear();
+    let full = Batch {
+        records: vec![old.clone()],
+        ..Batch::default()
+    };
+    conn.execute(
+        "INSERT INTO changes (batch) VALUES (?1)",
+        [serde_json::to_string(&full).unwrap()],
+    )
+    .unwrap();
+    // The new entries hold no copy of the records.
+    let first: String = conn
+        .query_row("SELECT batch FROM changes ORDER BY seq LIMIT 1", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert!(!first.contains("example.org"), "{first}");
+
+    let mut got = Vec::new();
+    reader.sync(&mut |b| got.push(b)).unwrap();
+    assert_eq!(got.len(), 3);
+    // Record 2 was erased by a later change: it has no row left to read, and the erasure
+    // follows.
+    let mut r1 = record(1, "r1", 1);
+    r1.shingles.clear();
+    assert_eq!(got[0].records, vec![r1]);
+    assert_eq!(got[0].survivor_updates, vec![(2, 1)]);
+    assert_eq!(got[1].erase, vec![2]);
+    assert_eq!(got[2].records, vec![old]);
+    // Nothing more until the next commit.
+    reader.sync(&mut |_| panic!("synced twice")).unwrap();
+}
