@@ -385,3 +385,42 @@ fn sqlite_change_log_names_new_records_by_handle_and_reads_older_full_entries() 
     // Nothing more until the next commit.
     reader.sync(&mut |_| panic!("synced twice")).unwrap();
 }
+
+#[test]
+fn sqlite_drops_the_record_indexes_no_query_uses() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let path = tmp.path().join("s.db");
+    let indexes = |path: &std::path::Path| -> Vec<String> {
+        let conn = rusqlite::Connection::open(path).unwrap();
+        let mut stmt = conn
+            .prepare("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'records' ORDER BY name")
+            .unwrap();
+        let names = stmt
+            .query_map([], |r| r.get::<_, String>(0))
+            .unwrap()
+            .collect::<rusqlite::Result<Vec<String>>>()
+            .unwrap();
+        names
+    };
+    // A store as earlier releases made it, with the two indexes.
+    {
+        let mut s = crate::store::SqliteStore::open(&path).unwrap();
+        s.commit(&Batch {
+            records: vec![record(1, "r1", 1)],
+            ..Batch::default()
+        })
+        .unwrap();
+    }
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch(
+            "CREATE INDEX records_survivor ON records(survivor);
+             CREATE INDEX records_retention ON records(retention_class, first_seen);",
+        )
+        .unwrap();
+    assert_eq!(indexes(&path).len(), 3);
+    let store = crate::store::SqliteStore::open(&path).unwrap();
+    // Only the unique index on ids is left; the records are all there.
+    assert_eq!(indexes(&path), ["sqlite_autoindex_records_1"]);
+    assert_eq!(loaded(&store).len(), 1);
+}
