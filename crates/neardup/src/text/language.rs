@@ -184,8 +184,11 @@ fn latin_vote(tokens: &[u64]) -> LatinVote {
         for h in window {
             if let Some(&langs) = words.get(h) {
                 total += 1;
-                for (bit, n) in hits.iter_mut().enumerate() {
-                    *n += (langs >> bit) & 1;
+                // Most words are stopwords of one to three languages: visit only those.
+                let mut bits = langs;
+                while bits != 0 {
+                    hits[bits.trailing_zeros() as usize] += 1;
+                    bits &= bits - 1;
                 }
             }
         }
