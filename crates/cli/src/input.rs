@@ -848,7 +848,123 @@ fn kind(raw: &RawValue) -> &'static str {
 
 /// The host of a JSONL line (its host field, else its URL's host), read without building the
 /// whole object: the boilerplate pass needs only this for the pages it does not sample.
+///
+/// A line whose members are all strings, numbers, booleans or nulls is scanned for the two
+/// fields directly (its long text values skipped with a vectorised search for the closing
+/// quote, several times faster than a parser's byte loop); other lines are parsed. Neither
+/// path validates what it skips: a malformed line is rejected by the main pass.
 pub fn probe_host(bytes: &[u8], args: &InputArgs) -> Option<String> {
+    let (url, host) = match scan_flat_object(bytes, &args.url_field, &args.host_field) {
+        Some(found) => found,
+        None => probe_fields(bytes, args)?,
+    };
+    host.map(|h| h.trim().to_ascii_lowercase())
+        .filter(|h| !h.is_empty())
+        .or_else(|| url.as_deref().and_then(neardup::record::host_of))
+}
+
+/// The string values of the members `url_field` and `host_field` of a JSON object whose
+/// members are all strings, numbers, booleans or nulls (the last of a repeated key, as a
+/// parser reads it); `None` when the line is not such an object or a value or key this
+/// scan does not read (an escaped key, an escaped url or host, a nested value) is met.
+fn scan_flat_object(
+    bytes: &[u8],
+    url_field: &str,
+    host_field: &str,
+) -> Option<(Option<String>, Option<String>)> {
+    let skip_ws = |mut i: usize| {
+        while i < bytes.len() && matches!(bytes[i], b' ' | b'\t' | b'\n' | b'\r') {
+            i += 1;
+        }
+        i
+    };
+    // The end of the string whose opening quote is at `i` (the index after its closing
+    // quote). Quotes are rare in text and backslashes are not (every line break is one):
+    // the search is for quotes alone, and a quote after an odd run of backslashes is
+    // escaped.
+    let string_end = |i: usize| -> Option<usize> {
+        let mut j = i + 1;
+        loop {
+            j += memchr::memchr(b'"', &bytes[j..])?;
+            let backslashes = bytes[i + 1..j]
+                .iter()
+                .rev()
+                .take_while(|&&b| b == b'\\')
+                .count();
+            if backslashes % 2 == 0 {
+                return Some(j + 1);
+            }
+            j += 1;
+        }
+    };
+    // The contents of a short string read as is: `None` when it holds an escape.
+    let unescaped = |start: usize, end: usize| -> Option<&[u8]> {
+        let contents = &bytes[start + 1..end - 1];
+        memchr::memchr(b'\\', contents)
+            .is_none()
+            .then_some(contents)
+    };
+    let (mut url, mut host) = (None, None);
+    let mut i = skip_ws(0);
+    if bytes.get(i) != Some(&b'{') {
+        return None;
+    }
+    i = skip_ws(i + 1);
+    if bytes.get(i) == Some(&b'}') {
+        return Some((url, host));
+    }
+    loop {
+        if bytes.get(i) != Some(&b'"') {
+            return None;
+        }
+        let key_end = string_end(i)?;
+        let key = unescaped(i, key_end)?;
+        i = skip_ws(key_end);
+        if bytes.get(i) != Some(&b':') {
+            return None;
+        }
+        i = skip_ws(i + 1);
+        let wanted = if key == url_field.as_bytes() {
+            Some(&mut url)
+        } else if key == host_field.as_bytes() {
+            Some(&mut host)
+        } else {
+            None
+        };
+        match bytes.get(i)? {
+            b'"' => {
+                let end = string_end(i)?;
+                if let Some(slot) = wanted {
+                    *slot = Some(std::str::from_utf8(unescaped(i, end)?).ok()?.to_owned());
+                }
+                i = end;
+            }
+            b'{' | b'[' => return None,
+            _ => {
+                // A number, boolean or null runs to the next comma or closing brace.
+                let end = i + memchr::memchr2(b',', b'}', &bytes[i..])?;
+                if let Some(slot) = wanted {
+                    // Null is no value; what anything else that is not a string gives,
+                    // the parser says.
+                    if bytes[i..end].trim_ascii_end() != b"null" {
+                        return None;
+                    }
+                    *slot = None;
+                }
+                i = end;
+            }
+        }
+        i = skip_ws(i);
+        match bytes.get(i)? {
+            b',' => i = skip_ws(i + 1),
+            b'}' => return Some((url, host)),
+            _ => return None,
+        }
+    }
+}
+
+/// [`probe_host`]'s fields read by a parser.
+fn probe_fields(bytes: &[u8], args: &InputArgs) -> Option<(Option<String>, Option<String>)> {
     use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 
     struct Probe<'a> {
@@ -881,15 +997,12 @@ pub fn probe_host(bytes: &[u8], args: &InputArgs) -> Option<String> {
         }
     }
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    let (url, host) = Probe {
+    Probe {
         url_field: &args.url_field,
         host_field: &args.host_field,
     }
     .deserialize(&mut de)
-    .ok()?;
-    host.map(|h| h.trim().to_ascii_lowercase())
-        .filter(|h| !h.is_empty())
-        .or_else(|| url.as_deref().and_then(neardup::record::host_of))
+    .ok()
 }
 
 #[cfg(test)]
@@ -914,6 +1027,74 @@ mod tests {
             self.at += n;
             Ok(n)
         }
+    }
+
+    #[test]
+    fn the_host_scan_reads_what_the_parser_reads() {
+        #[derive(clap::Parser)]
+        struct Wrap {
+            #[command(flatten)]
+            input: InputArgs,
+        }
+        let args = <Wrap as clap::Parser>::parse_from(["t", "--jsonl"]).input;
+        let body = "long text with \\\"quotes\\\" and \\\\ backslashes, \\u00e9 escapes";
+        // Lines the scan reads itself, and what the parser makes of them.
+        let flat = [
+            format!(r#"{{"id": "1", "url": "https://Example.org/a", "body_text": "{body}"}}"#),
+            format!(
+                r#"{{"body_text":"{body}","host":" News.Example.COM ","url":"https://x.org/"}}"#
+            ),
+            r#" { "n" : 12.5e3 , "ok" : true, "no": null, "url" : "https://a.b/c" } "#.to_owned(),
+            r#"{"url": "https://first.org/", "url": "https://second.org/"}"#.to_owned(),
+            r#"{"host": null, "url": "https://h.org/"}"#.to_owned(),
+            r#"{"body_text": "ends in a backslash \\", "url": "https://bs.org/"}"#.to_owned(),
+            r#"{"body_text": "say \"hi\\\"", "url": "https://q.org/"}"#.to_owned(),
+            r#"{"body_text": "no url at all"}"#.to_owned(),
+            r#"{}"#.to_owned(),
+        ];
+        for line in &flat {
+            let scanned = scan_flat_object(line.as_bytes(), &args.url_field, &args.host_field);
+            assert!(scanned.is_some(), "{line}");
+            assert_eq!(scanned, probe_fields(line.as_bytes(), &args), "{line}");
+        }
+        assert_eq!(
+            probe_host(flat[1].as_bytes(), &args).as_deref(),
+            Some("news.example.com")
+        );
+        assert_eq!(
+            probe_host(flat[3].as_bytes(), &args).as_deref(),
+            Some("second.org")
+        );
+        // Lines left to the parser: nested values, escapes in a wanted value or a key, a
+        // wanted field that is not a string, and what is not an object.
+        let parsed = [
+            r#"{"meta": {"url": "https://inner.org/"}, "url": "https://outer.org/"}"#,
+            r#"{"tags": ["a", "b"], "url": "https://outer.org/"}"#,
+            r#"{"url": "https:\/\/escaped.org\/"}"#,
+            r#"{"u\u0072l": "https://escaped-key.org/"}"#,
+            r#"{"url": 5, "host": "h.org"}"#,
+            r#"["url", "https://a.org/"]"#,
+            r#"{"url": "https://cut.org/""#,
+        ];
+        for line in parsed {
+            assert_eq!(
+                scan_flat_object(line.as_bytes(), &args.url_field, &args.host_field),
+                None,
+                "{line}"
+            );
+        }
+        assert_eq!(
+            probe_host(parsed[0].as_bytes(), &args).as_deref(),
+            Some("outer.org")
+        );
+        assert_eq!(
+            probe_host(parsed[2].as_bytes(), &args).as_deref(),
+            Some("escaped.org")
+        );
+        assert_eq!(
+            probe_host(parsed[3].as_bytes(), &args).as_deref(),
+            Some("escaped-key.org")
+        );
     }
 
     fn lines(data: &str, block: usize, fail: bool) -> Vec<(Option<u64>, String)> {
