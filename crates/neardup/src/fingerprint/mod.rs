@@ -685,7 +685,7 @@ impl SimHasher {
             if self.detect_language && !self.stopwords && Some(i) == longest {
                 scratch.language = self.language_of(field.text, &scratch.tokens);
             }
-            if keep_shingles {
+            if keep_shingles && stops.is_some() {
                 // Verification compares content; stopword runs are content too.
                 scratch.all_shingles.extend_from_slice(&scratch.field);
             }
@@ -696,6 +696,10 @@ impl SimHasher {
                 let before = scratch.field.len();
                 b.retain_content(&mut scratch.field);
                 removed += before - scratch.field.len();
+            }
+            if keep_shingles && stops.is_none() {
+                // Nothing was dropped but boilerplate: the field is the content to verify.
+                scratch.all_shingles.extend_from_slice(&scratch.field);
             }
             if matches!(self.weighting, Weighting::Presence) {
                 scratch.field.sort_unstable();
@@ -737,7 +741,7 @@ impl SimHasher {
                 }
             }
         }
-        if keep_shingles {
+        if keep_shingles && stops.is_some() {
             if let Some(b) = boilerplate {
                 b.retain_content(&mut scratch.all_shingles);
             }

@@ -79,6 +79,19 @@ fn boilerplate_exclusion_separates_pages() {
         "boilerplate exclusion should separate the pages: {cleaned}"
     );
     assert!(fa.boilerplate_removed > 0);
+    // The verification set is the page's shingles without the furniture, stopword runs
+    // included whether or not stopwords vote.
+    let want: Vec<u64> = sa
+        .iter()
+        .copied()
+        .filter(|x| sb.binary_search(x).is_err())
+        .collect();
+    assert_eq!(fa.shingles, want);
+    let stop = SimHasher::builder().stopwords(true).build().unwrap();
+    let fs = stop
+        .analyze(&[Field::new(&a)], Some(&furniture), &mut scratch)
+        .unwrap();
+    assert_eq!(fs.shingles, want);
 }
 
 // Seed 004's asserts.
