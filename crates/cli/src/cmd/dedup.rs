@@ -57,7 +57,7 @@ pub struct DedupArgs {
     #[arg(long, short)]
     pub quiet: bool,
     /// Do not detect each record's language (it is then missing from kept.jsonl and the
-    /// store); saves about 8% of the CPU time on 1.5 KB records, less on longer ones.
+    /// store); saves about a tenth of the CPU time on 1.5 KB records, less on longer ones.
     #[arg(long)]
     pub no_language: bool,
     /// Records per committed batch.
