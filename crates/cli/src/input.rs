@@ -1057,14 +1057,9 @@ mod tests {
             assert!(scanned.is_some(), "{line}");
             assert_eq!(scanned, probe_fields(line.as_bytes(), &args), "{line}");
         }
-        assert_eq!(
-            probe_host(flat[1].as_bytes(), &args).as_deref(),
-            Some("news.example.com")
-        );
-        assert_eq!(
-            probe_host(flat[3].as_bytes(), &args).as_deref(),
-            Some("second.org")
-        );
+        for (line, host) in [(&flat[1], "news.example.com"), (&flat[3], "second.org")] {
+            assert_eq!(probe_host(line.as_bytes(), &args).as_deref(), Some(host));
+        }
         // Lines left to the parser: nested values, escapes in a wanted value or a key, a
         // wanted field that is not a string, and what is not an object.
         let parsed = [
@@ -1083,18 +1078,13 @@ mod tests {
                 "{line}"
             );
         }
-        assert_eq!(
-            probe_host(parsed[0].as_bytes(), &args).as_deref(),
-            Some("outer.org")
-        );
-        assert_eq!(
-            probe_host(parsed[2].as_bytes(), &args).as_deref(),
-            Some("escaped.org")
-        );
-        assert_eq!(
-            probe_host(parsed[3].as_bytes(), &args).as_deref(),
-            Some("escaped-key.org")
-        );
+        for (line, host) in [
+            (parsed[0], "outer.org"),
+            (parsed[2], "escaped.org"),
+            (parsed[3], "escaped-key.org"),
+        ] {
+            assert_eq!(probe_host(line.as_bytes(), &args).as_deref(), Some(host));
+        }
     }
 
     fn lines(data: &str, block: usize, fail: bool) -> Vec<(Option<u64>, String)> {

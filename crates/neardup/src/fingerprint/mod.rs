@@ -27,9 +27,6 @@ use vote::{count_ones, BitCounts, WeightedVote};
 /// avalanche of a different input, so the halves vote independently).
 const HIGH_HALF_KEY: u64 = 0x5851_f42d_4c95_7f2d;
 
-/// Bytes of a record the language detector reads.
-const LANGUAGE_SAMPLE: usize = 300;
-
 /// The Hamming distance between two 64-bit fingerprint values.
 ///
 /// ```
@@ -588,24 +585,7 @@ impl SimHasher {
 
     /// The language of a record whose longest field is `text`, with token hashes `tokens`.
     fn language_of(&self, text: &str, tokens: &[u64]) -> Option<crate::text::Language> {
-        // Three windows of the text, at a quarter, half and three quarters, for trigram
-        // scoring when the stopword vote (over the tokens, windowed alike) does not decide:
-        // beginnings are often headers, bylines or navigation in another language or script
-        // than the content, and one window can fall on a quotation.
-        let mut sample = String::with_capacity(LANGUAGE_SAMPLE + 8);
-        let window = LANGUAGE_SAMPLE / 3;
-        for quarter in 1..=3 {
-            let mut start = (text.len() * quarter / 4).saturating_sub(window / 2);
-            while !text.is_char_boundary(start) {
-                start -= 1;
-            }
-            let mut end = (start + window).min(text.len());
-            while !text.is_char_boundary(end) {
-                end -= 1;
-            }
-            sample.push_str(&text[start..end]);
-            sample.push('\n');
-        }
+        let sample = crate::text::language::windows_sample(text);
         if self.tokens == TokenRule::Characters {
             // Character tokens are no words to vote with: the sample's words vote.
             return crate::text::detect_language(&sample);

@@ -103,11 +103,29 @@ fn latin(sample: &str, tokens: &[u64]) -> Option<whatlang::Info> {
 
 /// The longest prefix of `text` of at most `bytes` bytes that ends on a character boundary.
 fn prefix(text: &str, bytes: usize) -> &str {
-    let mut end = text.len().min(bytes);
-    while !text.is_char_boundary(end) {
-        end -= 1;
+    &text[..floor_boundary(text, text.len().min(bytes))]
+}
+
+/// The character boundary of `text` at or before byte `at`.
+fn floor_boundary(text: &str, mut at: usize) -> usize {
+    while !text.is_char_boundary(at) {
+        at -= 1;
     }
-    &text[..end]
+    at
+}
+
+/// The sample of a long text trigram scoring reads: three windows of a third of 300 bytes
+/// at a quarter, half and three quarters, as the vote's token windows (see [`VOTE_TOKENS`]).
+pub(crate) fn windows_sample(text: &str) -> String {
+    let window = SAMPLE_BYTES / 3;
+    let mut sample = String::with_capacity(SAMPLE_BYTES + 3);
+    for quarter in 1..=3 {
+        let start = floor_boundary(text, (text.len() * quarter / 4).saturating_sub(window / 2));
+        let end = floor_boundary(text, (start + window).min(text.len()));
+        sample.push_str(&text[start..end]);
+        sample.push('\n');
+    }
+    sample
 }
 
 /// The Latin-script languages the detector tells apart (the widely written ones).
