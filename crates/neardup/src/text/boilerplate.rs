@@ -101,9 +101,11 @@ struct HostSample {
     sampled: u64,
     /// Pages whose shingles were counted.
     counted: u64,
-    /// The distinct shingles of each page counted in the current bucket, one after the
-    /// other; counted into `df` when the bucket ends.
-    bucket: Vec<u64>,
+    /// The distinct shingles (sorted) of each page counted in the current bucket, each
+    /// page's own vector: counted into `df` when the bucket ends. Holding the pages' vectors
+    /// instead of copying them into one growing vector saves a copy of every shingle and the
+    /// growth's reallocations (each a fresh stretch of memory the kernel zeroes).
+    bucket: Vec<Vec<u64>>,
     /// The tracked shingles, sorted by hash.
     df: Vec<(u64, Count)>,
 }
@@ -127,16 +129,11 @@ impl HostSample {
     /// A bucket's pages are counted together when it ends, by sorting their shingles and
     /// merging them into the sorted counts: sequential passes over memory, where a hash
     /// table of a bucket's shingles (a few MiB) took a cache miss per shingle.
-    fn count_page(&mut self, shingles: &[u64], width: u64) {
+    fn count_page(&mut self, mut shingles: Vec<u64>, width: u64) {
         debug_assert!(shingles.is_sorted());
+        shingles.dedup();
         self.counted += 1;
-        let mut last = None;
-        for &h in shingles {
-            if last != Some(h) {
-                self.bucket.push(h);
-                last = Some(h);
-            }
-        }
+        self.bucket.push(shingles);
         if self.counted.is_multiple_of(width) {
             self.end_bucket(width, true);
         }
@@ -144,13 +141,25 @@ impl HostSample {
 
     /// Counts the current bucket's pages into `df`; `prune` at the end of a full bucket.
     fn end_bucket(&mut self, width: u64, prune: bool) {
+        BUCKET_SCRATCH.with_borrow_mut(|scratch| {
+            self.merge_bucket(scratch, width, prune);
+            scratch.release_if_large();
+        });
+    }
+
+    fn merge_bucket(&mut self, scratch: &mut BucketScratch, width: u64, prune: bool) {
         let bucket = self.counted.div_ceil(width).min(u64::from(u32::MAX)) as u32;
-        self.bucket.sort_unstable();
-        let old = std::mem::take(&mut self.df);
-        let mut df = Vec::with_capacity(old.len() + self.bucket.len() / 2);
-        let mut old = old.into_iter().peekable();
-        let mut new = self.bucket.iter().copied().peekable();
-        let push = |df: &mut Vec<(u64, Count)>, h: u64, c: Count| {
+        let keys = &mut scratch.keys;
+        keys.clear();
+        for page in self.bucket.drain(..) {
+            keys.extend_from_slice(&page);
+        }
+        keys.sort_unstable();
+        let df = &mut scratch.df;
+        df.clear();
+        let mut old = self.df.iter().copied().peekable();
+        let mut new = keys.iter().copied().peekable();
+        let mut push = |h: u64, c: Count| {
             if !prune || c.pages + c.missed > bucket {
                 df.push((h, c));
             }
@@ -161,7 +170,7 @@ impl HostSample {
                 pages += 1;
             }
             while let Some((k, c)) = old.next_if(|&(k, _)| k < h) {
-                push(&mut df, k, c);
+                push(k, c);
             }
             let count = match old.next_if(|&(k, _)| k == h) {
                 Some((_, c)) => Count {
@@ -173,14 +182,45 @@ impl HostSample {
                     missed: bucket - 1,
                 },
             };
-            push(&mut df, h, count);
+            push(h, count);
         }
         for (k, c) in old {
-            push(&mut df, k, c);
+            push(k, c);
         }
-        self.df = df;
-        self.bucket.clear();
+        // Copied back into the host's own vector, which keeps its allocation from bucket
+        // to bucket; the scratch vectors are reused by the next host this thread counts.
+        self.df.clear();
+        self.df.extend_from_slice(df);
     }
+}
+
+/// Per-thread buffers for ending buckets: a bucket's shingles gathered for sorting and the
+/// merged counts. Reused from host to host, so that counting does not allocate (and fault
+/// in) fresh memory for every bucket.
+#[derive(Default)]
+struct BucketScratch {
+    keys: Vec<u64>,
+    df: Vec<(u64, Count)>,
+}
+
+impl BucketScratch {
+    /// Buffers above this many bytes are freed after use rather than kept for the
+    /// thread's lifetime (a bucket of very long pages).
+    const KEEP_BYTES: usize = 64 << 20;
+
+    fn release_if_large(&mut self) {
+        if self.keys.capacity() * std::mem::size_of::<u64>() > Self::KEEP_BYTES {
+            self.keys = Vec::new();
+        }
+        if self.df.capacity() * std::mem::size_of::<(u64, Count)>() > Self::KEEP_BYTES {
+            self.df = Vec::new();
+        }
+    }
+}
+
+thread_local! {
+    static BUCKET_SCRATCH: std::cell::RefCell<BucketScratch> =
+        std::cell::RefCell::new(BucketScratch::default());
 }
 
 impl BoilerplateLearner {
@@ -227,13 +267,11 @@ impl BoilerplateLearner {
     pub fn sample_page(&mut self, host: &str, shingles: &[u64]) {
         let width = self.bucket_width();
         let sample = self.hosts.entry(host.to_owned()).or_default();
-        if shingles.is_sorted() {
-            sample.count_page(shingles, width);
-        } else {
-            let mut sorted = shingles.to_vec();
+        let mut sorted = shingles.to_vec();
+        if !sorted.is_sorted() {
             sorted.sort_unstable();
-            sample.count_page(&sorted, width);
         }
+        sample.count_page(sorted, width);
     }
 
     /// [`sample_page`](Self::sample_page) for many pages at once, hosts counted in parallel
@@ -254,7 +292,7 @@ impl BoilerplateLearner {
             })
             .collect();
         work.par_iter_mut().for_each(|(_, sample, sets)| {
-            for set in sets.iter() {
+            for set in sets.drain(..) {
                 sample.count_page(set, width);
             }
         });
