@@ -18,6 +18,7 @@ use crate::exact::{ContentHash, FIELD_SEPARATOR};
 use crate::features::Weighting;
 use crate::text::normalize::{normalize_non_ascii_into, normalize_python_into};
 use crate::text::shingle::{fmix64, shingle_hashes, text_token_hashes, token_hash};
+use crate::text::sort::sort_hashes;
 use crate::text::tokenize::{for_each_token, TokenRule};
 use crate::text::Boilerplate;
 use crate::{Error, Result};
@@ -168,6 +169,7 @@ pub struct Scratch {
     all_shingles: Vec<u64>,
     bytes: Vec<u8>,
     strs: Vec<(usize, usize)>,
+    sort: crate::text::sort::SortBuffers,
     removed: usize,
     voted: usize,
     language: Option<crate::text::Language>,
@@ -429,7 +431,7 @@ impl SimHasher {
     ) -> Result<Analysis> {
         let fingerprint = self.vote(fields, boilerplate, scratch, true)?;
         let mut shingles = std::mem::take(&mut scratch.all_shingles);
-        shingles.sort_unstable();
+        sort_hashes(&mut shingles, &mut scratch.sort);
         shingles.dedup();
         let content_hash = ContentHash::of_tokens(&scratch.all_tokens, &mut scratch.bytes);
         let token_count = scratch
@@ -454,7 +456,7 @@ impl SimHasher {
         let mut scratch = Scratch::default();
         self.field_shingles(text, &mut scratch);
         let mut s = std::mem::take(&mut scratch.field);
-        s.sort_unstable();
+        sort_hashes(&mut s, &mut scratch.sort);
         s.dedup();
         s
     }
@@ -682,7 +684,7 @@ impl SimHasher {
                 scratch.all_shingles.extend_from_slice(&scratch.field);
             }
             if matches!(self.weighting, Weighting::Presence) {
-                scratch.field.sort_unstable();
+                sort_hashes(&mut scratch.field, &mut scratch.sort);
                 scratch.field.dedup();
             }
             total += scratch.field.len();

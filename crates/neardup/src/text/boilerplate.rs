@@ -7,6 +7,8 @@
 use std::collections::HashSet;
 use std::hash::{BuildHasherDefault, Hasher};
 
+use crate::text::sort::{sort_hashes, SortBuffers};
+
 /// Shingle hashes are already uniformly distributed, so the set needs no second hash.
 #[derive(Default, Clone, Copy)]
 pub(crate) struct IdentityHasher(u64);
@@ -154,7 +156,7 @@ impl HostSample {
         for page in self.bucket.drain(..) {
             keys.extend_from_slice(&page);
         }
-        keys.sort_unstable();
+        sort_hashes(keys, &mut scratch.sort);
         let df = &mut scratch.df;
         df.clear();
         let mut old = self.df.iter().copied().peekable();
@@ -200,6 +202,7 @@ impl HostSample {
 #[derive(Default)]
 struct BucketScratch {
     keys: Vec<u64>,
+    sort: SortBuffers,
     df: Vec<(u64, Count)>,
 }
 
@@ -211,6 +214,7 @@ impl BucketScratch {
     fn release_if_large(&mut self) {
         if self.keys.capacity() * std::mem::size_of::<u64>() > Self::KEEP_BYTES {
             self.keys = Vec::new();
+            self.sort = SortBuffers::default();
         }
         if self.df.capacity() * std::mem::size_of::<(u64, Count)>() > Self::KEEP_BYTES {
             self.df = Vec::new();

@@ -5,6 +5,7 @@ mod html;
 pub(crate) mod language;
 pub(crate) mod normalize;
 pub(crate) mod shingle;
+pub(crate) mod sort;
 pub(crate) mod tokenize;
 
 pub use boilerplate::{Boilerplate, BoilerplateLearner, DEFAULT_MIN_COUNT};
