@@ -438,10 +438,19 @@ impl LineBytes {
     }
 
     /// The same line in a block of its own, so that holding it does not hold the (much
-    /// larger) block it was read from.
+    /// larger) block it was read from: a copy of a line read into memory; for a mapped
+    /// file, a block of the line's range alone (no copy: when the larger block is dropped
+    /// its pages are released, and read again from the page cache if this line is).
     pub fn detached(&self) -> LineBytes {
+        let block = match self.mapped() {
+            Some((map, range)) => Block::Mapped {
+                map: map.clone(),
+                range,
+            },
+            None => Block::Read(self.to_vec()),
+        };
         LineBytes {
-            block: Arc::new(Block::Read(self.to_vec())),
+            block: Arc::new(block),
             start: 0,
             end: self.len(),
         }
@@ -1157,6 +1166,47 @@ mod tests {
         let last = kept.pop().unwrap();
         drop(kept);
         assert_eq!(&*last, b"last");
+    }
+
+    #[test]
+    fn detached_lines_of_a_mapped_file_refer_to_their_own_range() {
+        // Lines of several pages each, so that dropping a block releases whole pages.
+        let data: String = (0..40)
+            .map(|i| format!("{}\n", i.to_string().repeat(3000)))
+            .collect();
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        std::io::Write::write_all(&mut file, data.as_bytes()).unwrap();
+        let map = map_plain_file(file.path()).unwrap();
+        let mut detached = Vec::new();
+        emit_mapped_lines(map, "in", 20_000, &mut |item| {
+            if let Item::Line { bytes, .. } = item {
+                let own = bytes.detached();
+                // No copy: the same bytes of the same map, in a block of the line alone.
+                let ((map, range), (own_map, own_range)) =
+                    (bytes.mapped().unwrap(), own.mapped().unwrap());
+                assert!(Arc::ptr_eq(map, own_map));
+                assert_eq!(range, own_range);
+                detached.push(own);
+            }
+            Ok(())
+        })
+        .unwrap();
+        // Every block was dropped (its pages released); the lines read back unchanged.
+        let want: Vec<String> = data.lines().map(str::to_owned).collect();
+        let got: Vec<String> = detached
+            .iter()
+            .map(|l| String::from_utf8(l.to_vec()).unwrap())
+            .collect();
+        assert_eq!(got, want);
+        // A line read into memory is detached as a copy.
+        let read = LineBytes {
+            block: Arc::new(Block::Read(b"abc".to_vec())),
+            start: 1,
+            end: 3,
+        };
+        let own = read.detached();
+        assert!(own.mapped().is_none());
+        assert_eq!(&*own, b"bc");
     }
 
     #[test]

@@ -14,7 +14,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use neardup::pipeline::MergeRule;
 use neardup::store::MergeLogEntry;
 use neardup::text::BoilerplateLearner;
-use neardup::{Decision, Deduper, Record, Store, TextField, Timestamp};
+use neardup::{Decision, Deduper, Record, Scratch, Store, TextField, Timestamp};
 use rayon::prelude::*;
 use serde_json::{json, Value};
 
@@ -643,7 +643,7 @@ fn write_kept_chunk(
 #[derive(Default)]
 struct Deferred {
     by_host: HashMap<String, Vec<input::Item>>,
-    /// Bytes of the deferred lines (copies: their input blocks are not held).
+    /// Bytes of the deferred lines (each on its own: their input blocks are not held).
     bytes: usize,
 }
 
@@ -660,7 +660,8 @@ impl Deferred {
     }
 
     fn defer(&mut self, host: String, item: input::Item) {
-        // A copy of the line: the line itself would keep its whole input block in memory.
+        // The line on its own (a copy, or for a mapped file its range): the line itself would
+        // keep its whole input block in memory.
         let item = match item {
             input::Item::Line { file, line, bytes } => input::Item::Line {
                 file,
@@ -738,11 +739,16 @@ fn learn_boilerplate(
             }
             let sets: Vec<(String, Vec<u64>)> = sampled
                 .into_par_iter()
-                .filter_map(|(item, host)| {
+                .map_init(Scratch::default, |scratch, (item, host)| {
                     let record = item.parse(input_args).ok()?;
                     let mut set: Vec<u64> = Vec::new();
                     for (_, text) in &record.fields {
-                        set.extend(hasher.shingle_set(text));
+                        let field = hasher.shingle_set_with(text, scratch);
+                        if set.is_empty() {
+                            set = field;
+                        } else {
+                            set.extend(field);
+                        }
                     }
                     if record.fields.len() > 1 {
                         set.sort_unstable();
@@ -750,6 +756,7 @@ fn learn_boilerplate(
                     }
                     Some((host, set))
                 })
+                .flatten()
                 .collect();
             learner.sample_pages(sets);
             progress.set_position(seen);

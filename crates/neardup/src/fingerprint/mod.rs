@@ -453,12 +453,16 @@ impl SimHasher {
     /// The distinct shingle hashes of `text`, sorted (for IDF tables, boilerplate learning
     /// and Jaccard).
     pub fn shingle_set(&self, text: &str) -> Vec<u64> {
-        let mut scratch = Scratch::default();
-        self.field_shingles(text, &mut scratch);
-        let mut s = std::mem::take(&mut scratch.field);
-        sort_hashes(&mut s, &mut scratch.sort);
-        s.dedup();
-        s
+        self.shingle_set_with(text, &mut Scratch::default())
+    }
+
+    /// [`shingle_set`](Self::shingle_set) with reusable buffers, for loops.
+    pub fn shingle_set_with(&self, text: &str, scratch: &mut Scratch) -> Vec<u64> {
+        self.field_shingles(text, scratch);
+        sort_hashes(&mut scratch.field, &mut scratch.sort);
+        scratch.field.dedup();
+        // A copy of exactly the set's size; the buffer stays for the next text.
+        scratch.field.clone()
     }
 
     /// Fingerprints a bag of features with positive integer weights (seed 001); a feature is
