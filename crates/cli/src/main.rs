@@ -13,7 +13,28 @@ use clap::Parser;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// How long mimalloc keeps freed memory before handing it back to the kernel (its default
+/// is 1 s). A dedup run frees the boilerplate pass's memory (hundreds of MiB) and then
+/// allocates as much for the main pass; handed back in between, all of it is faulted in and
+/// zeroed again. Side by side on the 1 GB bench corpus at 5 s: kernel time -20%, CPU time
+/// -3% to -11% (the more, the costlier the machine's page faults at the time), RSS +3%.
+const PURGE_DELAY_MS: std::ffi::c_long = 5000;
+
+/// `mi_option_purge_delay` in mimalloc 3's option enum (`libmimalloc-sys` names no
+/// constant for it).
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
+/// Allocator options, unless the user set them through mimalloc's environment variables.
+fn tune_allocator() {
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+        // SAFETY: mimalloc's option setters are not thread safe; this runs first in main,
+        // before any thread of ours starts.
+        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS) };
+    }
+}
+
 fn main() -> ExitCode {
+    tune_allocator();
     let args = args::Cli::parse();
     match cmd::run(args) {
         Ok(code) => code,
@@ -29,5 +50,24 @@ fn main() -> ExitCode {
             eprintln!("neardup: {err:#}");
             ExitCode::from(2)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_purge_delay_option_is_the_one_tuned() {
+        // Tests do not run `main`, so the option holds mimalloc's own default (1,000 ms,
+        // the only option of that default) or the environment's value: a mimalloc whose
+        // option enum moved fails here.
+        let want = std::env::var("MIMALLOC_PURGE_DELAY")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1000);
+        // SAFETY: reading an option has no preconditions.
+        let got = unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) };
+        assert_eq!(got, want);
     }
 }
