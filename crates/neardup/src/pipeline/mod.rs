@@ -816,20 +816,32 @@ impl<S: Store> Deduper<S> {
     }
 
     /// Whether the analysed record verifies (Jaccard >= `min_jaccard`) against every member
-    /// of the cluster of `survivor`. Members with the same text are checked once.
-    fn links_to_all(&self, p: &Prepared, survivor: u64, min_jaccard: f64) -> Result<bool> {
+    /// of the cluster of `survivor`. Members with the same text are checked once; members
+    /// in `scored` (the record's verified candidates, usually most of the cluster) are not
+    /// compared again.
+    fn links_to_all(
+        &self,
+        p: &Prepared,
+        survivor: u64,
+        min_jaccard: f64,
+        scored: &[(u64, Scores)],
+    ) -> Result<bool> {
         let Some(members) = self.members.get(&survivor) else {
             return Ok(true);
         };
         let mut checked = std::collections::HashSet::new();
-        let distinct: Vec<u64> = members
-            .iter()
-            .copied()
-            .filter(|m| {
-                let meta = &self.meta[m];
-                meta.features == p.features && checked.insert(meta.content_hash)
-            })
-            .collect();
+        let mut distinct = Vec::new();
+        for &m in members {
+            let meta = &self.meta[&m];
+            if meta.features != p.features || !checked.insert(meta.content_hash) {
+                continue;
+            }
+            match scored.iter().find(|&&(h, _)| h == m) {
+                Some((_, s)) if s.jaccard < min_jaccard => return Ok(false),
+                Some(_) => {}
+                None => distinct.push(m),
+            }
+        }
         for theirs in self.shingle_sets(&distinct)?.into_iter().flatten() {
             if cannot_reach(p.shingles.len(), theirs.len(), min_jaccard)
                 || jaccard(&p.shingles, &theirs) < min_jaccard
@@ -1212,10 +1224,13 @@ impl<S: Store> Deduper<S> {
                 (Features::Chars, ShortText::CharNgrams { min_jaccard, .. }) => min_jaccard,
                 _ => self.rule.min_cluster_jaccard,
             };
+            let scored: Scored = ok.iter().chain(&failed).copied().collect();
             let mut tried = std::collections::HashSet::new();
             for &(h, s) in &ok {
                 let survivor = self.meta[&h].survivor;
-                if tried.insert(survivor) && self.links_to_all(&p, survivor, min_jaccard)? {
+                if tried.insert(survivor)
+                    && self.links_to_all(&p, survivor, min_jaccard, &scored)?
+                {
                     matched = Some((h, near_rule, s));
                     break;
                 }

@@ -729,3 +729,46 @@ fn stores_of_the_previous_format_version_open_where_their_fingerprints_still_com
     let err = open_as("w5.db", "neardup/2/xxh3/w5/b64/tf", default).unwrap_err();
     assert!(matches!(err, Error::ConfigMismatch { .. }), "{err}");
 }
+
+#[test]
+fn a_record_joins_a_cluster_only_if_it_verifies_against_every_member() {
+    // B is a light edit of A and C a light edit of B, but C is further from A: chaining
+    // would put all three in one cluster.
+    let a = doc(7, 400);
+    let (b, c) = (edit(&a, 8), edit(&a, 16));
+    let h = SimHasher::builder().build().unwrap();
+    let j = |x: &str, y: &str| crate::verify::jaccard(&h.shingle_set(x), &h.shingle_set(y));
+    let (ab, bc, ac) = (j(&a, &b), j(&b, &c), j(&a, &c));
+    assert!(ab >= 0.8 && bc >= 0.8, "{ab} {bc}");
+    assert!((0.7..0.75).contains(&ac), "{ac}");
+    let recs = [
+        Record::new("a", a.clone()),
+        Record::new("b", b),
+        Record::new("c", c),
+    ];
+    for (max_distance, min_cluster_jaccard, joins) in [
+        (12, 0.75, false),
+        (32, 0.75, false),
+        (12, 0.7, true),
+        (32, 0.7, true),
+    ] {
+        let rule = Rule {
+            max_distance,
+            min_cluster_jaccard,
+            ..Rule::default()
+        };
+        let mut d = Deduper::builder()
+            .rule(rule)
+            .open(MemoryStore::new())
+            .unwrap();
+        let out = d.process(&recs, t(NOW)).unwrap();
+        assert!(matches!(&out[1].decision, Decision::Merged { survivor, .. } if survivor == "a"));
+        let joined =
+            matches!(&out[2].decision, Decision::Merged { survivor, .. } if survivor == "a");
+        assert_eq!(
+            joined, joins,
+            "k {max_distance}, cluster J {min_cluster_jaccard}: {:?}",
+            out[2].decision
+        );
+    }
+}
