@@ -721,14 +721,91 @@ impl<'a> Members<'a> {
         match kind(raw) {
             "null" => Ok(None),
             "a string" => {
-                let s: Cow<'_, str> = serde_json::from_str::<CowStr<'_>>(raw.get())
-                    .map_err(|e| format!("field {field:?}: {e}"))?
-                    .0;
+                let s = unescape(raw.get()).map_err(|e| format!("field {field:?}: {e}"))?;
                 Ok((!s.trim().is_empty()).then(|| s.into_owned()))
             }
             other => Err(format!("field {field:?} must be a string, not {other}")),
         }
     }
+}
+
+/// The text of a JSON string literal (`raw`, quotes included, as the parser delimited it),
+/// borrowed unless it holds escapes.
+///
+/// Record texts are long and escape every line break, and serde_json decodes a string into
+/// a scratch buffer that the caller then copies: here the escapes are found with a
+/// vectorised search and the text decoded once, into a string of its final size.
+fn unescape(raw: &str) -> Result<Cow<'_, str>, String> {
+    let inner = raw
+        .trim()
+        .strip_prefix('"')
+        .and_then(|s| s.strip_suffix('"'))
+        .ok_or("not a string")?;
+    let bytes = inner.as_bytes();
+    let Some(first) = memchr::memchr(b'\\', bytes) else {
+        return Ok(Cow::Borrowed(inner));
+    };
+    let mut out = String::with_capacity(inner.len());
+    out.push_str(&inner[..first]);
+    let mut at = first;
+    loop {
+        // `at` is at a backslash.
+        let (decoded, len) = escape_at(&bytes[at..])?;
+        out.push(decoded);
+        at += len;
+        let next = memchr::memchr(b'\\', &bytes[at..]).map_or(bytes.len(), |i| at + i);
+        // Escapes are ASCII, so `at` and `next` are char boundaries.
+        out.push_str(&inner[at..next]);
+        if next == bytes.len() {
+            return Ok(Cow::Owned(out));
+        }
+        at = next;
+    }
+}
+
+/// Decodes the escape at the start of `bytes` (a backslash first): the character and the
+/// escape's length (a surrogate pair is one character of two escapes).
+fn escape_at(bytes: &[u8]) -> Result<(char, usize), String> {
+    let simple = match bytes.get(1) {
+        Some(b'n') => '\n',
+        Some(b't') => '\t',
+        Some(b'r') => '\r',
+        Some(b'"') => '"',
+        Some(b'\\') => '\\',
+        Some(b'/') => '/',
+        Some(b'b') => '\u{8}',
+        Some(b'f') => '\u{c}',
+        Some(b'u') => {
+            let unit = hex4(bytes, 2)?;
+            if !(0xD800..0xE000).contains(&unit) {
+                return Ok((char::from_u32(unit).expect("not a surrogate"), 6));
+            }
+            if unit >= 0xDC00 || bytes.get(6..8) != Some(b"\\u") {
+                return Err("lone surrogate in \\u escape".into());
+            }
+            let low = hex4(bytes, 8)?;
+            if !(0xDC00..0xE000).contains(&low) {
+                return Err("lone surrogate in \\u escape".into());
+            }
+            let c = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
+            return Ok((char::from_u32(c).expect("a surrogate pair is a char"), 12));
+        }
+        _ => return Err("invalid escape".into()),
+    };
+    Ok((simple, 2))
+}
+
+/// The four hex digits at `bytes[at..at + 4]`.
+fn hex4(bytes: &[u8], at: usize) -> Result<u32, String> {
+    let digits = bytes
+        .get(at..at + 4)
+        .ok_or("invalid \\u escape: fewer than four hex digits")?;
+    digits.iter().try_fold(0u32, |n, &d| {
+        let v = (d as char)
+            .to_digit(16)
+            .ok_or("invalid \\u escape: not a hex digit")?;
+        Ok(n * 16 + v)
+    })
 }
 
 /// A string (a key or a value), borrowed from the line unless it holds escapes.
@@ -1017,6 +1094,56 @@ fn probe_fields(bytes: &[u8], args: &InputArgs) -> Option<(Option<String>, Optio
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// `s` as a JSON string literal with every character a `\u` escape (surrogate pairs
+    /// beyond the basic plane).
+    fn all_escaped(s: &str) -> String {
+        let mut out = String::from("\"");
+        for unit in s.encode_utf16() {
+            out.push_str(&format!("\\u{unit:04X}"));
+        }
+        out.push('"');
+        out
+    }
+
+    proptest! {
+        #[test]
+        fn unescape_reads_what_serde_json_writes(s in any::<String>()) {
+            let raw = serde_json::to_string(&s).unwrap();
+            prop_assert_eq!(unescape(&raw).unwrap(), s.as_str());
+            let escaped = all_escaped(&s);
+            prop_assert_eq!(unescape(&escaped).unwrap(), s.as_str());
+        }
+    }
+
+    #[test]
+    fn unescape_borrows_plain_strings_and_refuses_bad_escapes() {
+        assert!(matches!(
+            unescape(r#""plain text""#),
+            Ok(Cow::Borrowed("plain text"))
+        ));
+        let decoded = [
+            (r#""a\nb\t\"\\\/\b\f\r""#, "a\nb\t\"\\/\u{8}\u{c}\r"),
+            (r#""\u00e9t\u00C9 \ud83d\ude00""#, "étÉ 😀"),
+            (r#""\\u0041""#, "\\u0041"),
+        ];
+        for (raw, want) in decoded {
+            assert_eq!(unescape(raw).unwrap(), want, "{raw}");
+            assert_eq!(serde_json::from_str::<String>(raw).unwrap(), want, "{raw}");
+        }
+        for bad in [
+            r#""\x""#,
+            r#""\u12""#,
+            r#""\u12g4""#,
+            r#""\ud800""#,
+            r#""\ud800\u0041""#,
+            r#""\udc00\ud800""#,
+            r#""tail\""#,
+        ] {
+            assert!(unescape(bad).is_err(), "{bad}");
+        }
+    }
 
     /// Yields its bytes a few at a time, then fails once if asked to.
     struct Trickle {
