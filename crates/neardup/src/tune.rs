@@ -45,7 +45,7 @@ use crate::index::self_join;
 use crate::pipeline::Rule;
 use crate::text::shingle::{shingle_hashes, token_hash};
 use crate::text::{tokens, Boilerplate};
-use crate::verify::{jaccard, shingle_ids, Scores};
+use crate::verify::{id_jaccard, shingle_ids, Scores};
 use crate::{Error, Result};
 
 /// The largest radius of the default grid, in bits.
@@ -129,7 +129,7 @@ impl RecordFacts {
     pub fn scores(&self, other: &RecordFacts) -> Scores {
         Scores {
             distance: (self.fingerprint ^ other.fingerprint).count_ones(),
-            jaccard: jaccard(&self.shingle_ids, &other.shingle_ids),
+            jaccard: id_jaccard(&self.shingle_ids, &other.shingle_ids),
         }
     }
 }

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use clap::Args;
 use neardup::tune::{sample_pairs, RecordFacts, DEFAULT_GRID_MAX_DISTANCE};
-use neardup::verify::jaccard;
+use neardup::verify::id_jaccard;
 use neardup::Field;
 
 use crate::args::{InputArgs, ProfileArgs};
@@ -160,7 +160,7 @@ pub fn run(args: &LabelArgs) -> anyhow::Result<ExitCode> {
     let mut auto_duplicates = 0;
     for p in &pairs {
         let (a, b) = (&docs[p.a as usize], &docs[p.b as usize]);
-        let j = jaccard(&a.facts.shingle_ids, &b.facts.shingle_ids);
+        let j = id_jaccard(&a.facts.shingle_ids, &b.facts.shingle_ids);
         let duplicate = args.auto_jaccard.map(|t| j >= t);
         auto_duplicates += usize::from(duplicate == Some(true));
         let s = |v: &str| serde_json::to_string(v).expect("a string serialises");

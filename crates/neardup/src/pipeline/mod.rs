@@ -29,7 +29,7 @@ use crate::store::{
 };
 use crate::text::Boilerplate;
 use crate::text::TokenRule;
-use crate::verify::{jaccard, shingle_ids, Scores};
+use crate::verify::{id_jaccard, shingle_ids, Scores};
 use crate::{Error, Result};
 
 /// What the pipeline keeps in memory per record.
@@ -762,7 +762,7 @@ impl<S: Store> Deduper<S> {
                     {
                         continue;
                     }
-                    jaccard(&prepared.shingles, &set)
+                    id_jaccard(&prepared.shingles, &set)
                 }
             };
             let scores = Scores { distance, jaccard };
@@ -792,7 +792,7 @@ impl<S: Store> Deduper<S> {
         let known = handles
             .iter()
             .zip(self.shingle_sets(&handles)?)
-            .map(|(&h, set)| (h, set.map(|set| jaccard(&prepared.shingles, &set))))
+            .map(|(&h, set)| (h, set.map(|set| id_jaccard(&prepared.shingles, &set))))
             .collect();
         Ok(Presearched { hits, known })
     }
@@ -844,7 +844,7 @@ impl<S: Store> Deduper<S> {
         }
         for theirs in self.shingle_sets(&distinct)?.into_iter().flatten() {
             if cannot_reach(p.shingles.len(), theirs.len(), min_jaccard)
-                || jaccard(&p.shingles, &theirs) < min_jaccard
+                || id_jaccard(&p.shingles, &theirs) < min_jaccard
             {
                 return Ok(false);
             }
