@@ -208,8 +208,9 @@ struct BucketScratch {
 
 impl BucketScratch {
     /// Buffers above this many bytes are freed after use rather than kept for the
-    /// thread's lifetime (a bucket of very long pages).
-    const KEEP_BYTES: usize = 64 << 20;
+    /// thread's lifetime (a bucket of very long pages): a bucket of 200 pages of 10,000
+    /// distinct shingles each still fits.
+    const KEEP_BYTES: usize = 16 << 20;
 
     fn release_if_large(&mut self) {
         if self.keys.capacity() * std::mem::size_of::<u64>() > Self::KEEP_BYTES {
