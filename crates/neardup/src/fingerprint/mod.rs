@@ -18,7 +18,7 @@ use crate::exact::{ContentHash, FIELD_SEPARATOR};
 use crate::features::Weighting;
 use crate::text::normalize::{normalize_non_ascii_into, normalize_python_into};
 use crate::text::shingle::{fmix64, shingle_hashes, text_token_hashes, token_hash};
-use crate::text::sort::sort_hashes;
+use crate::text::sort::sort_distinct;
 use crate::text::tokenize::{for_each_token, TokenRule};
 use crate::text::Boilerplate;
 use crate::{Error, Result};
@@ -431,8 +431,7 @@ impl SimHasher {
     ) -> Result<Analysis> {
         let fingerprint = self.vote(fields, boilerplate, scratch, true)?;
         let mut shingles = std::mem::take(&mut scratch.all_shingles);
-        sort_hashes(&mut shingles, &mut scratch.sort);
-        shingles.dedup();
+        sort_distinct(&mut shingles, &mut scratch.sort);
         let content_hash = ContentHash::of_tokens(&scratch.all_tokens, &mut scratch.bytes);
         let token_count = scratch
             .all_tokens
@@ -459,8 +458,7 @@ impl SimHasher {
     /// [`shingle_set`](Self::shingle_set) with reusable buffers, for loops.
     pub fn shingle_set_with(&self, text: &str, scratch: &mut Scratch) -> Vec<u64> {
         self.field_shingles(text, scratch);
-        sort_hashes(&mut scratch.field, &mut scratch.sort);
-        scratch.field.dedup();
+        sort_distinct(&mut scratch.field, &mut scratch.sort);
         // A copy of exactly the set's size; the buffer stays for the next text.
         scratch.field.clone()
     }
@@ -688,8 +686,7 @@ impl SimHasher {
                 scratch.all_shingles.extend_from_slice(&scratch.field);
             }
             if matches!(self.weighting, Weighting::Presence) {
-                sort_hashes(&mut scratch.field, &mut scratch.sort);
-                scratch.field.dedup();
+                sort_distinct(&mut scratch.field, &mut scratch.sort);
             }
             total += scratch.field.len();
             if wide {

@@ -65,6 +65,12 @@ pub fn sort_hashes(v: &mut [u64], buffers: &mut SortBuffers) {
     }
 }
 
+/// Sorts `v` (as [`sort_hashes`]) and drops repeats: a set of shingle hashes.
+pub fn sort_distinct(v: &mut Vec<u64>, buffers: &mut SortBuffers) {
+    sort_hashes(v, buffers);
+    v.dedup();
+}
+
 /// Writes `src` sorted into `dst` (same length): counts on the bits below the top `skip`
 /// into at least one bucket per key, scatters, then one insertion pass.
 fn bucket_sort(src: &[u64], dst: &mut [u64], skip: u32, counts: &mut Vec<u32>) {
