@@ -43,6 +43,54 @@ struct Meta {
     fingerprint: u128,
     retention_class: Option<Arc<str>>,
     features: Features,
+    /// An upper bound on the record's Jaccard distance to its survivor, for complete linkage.
+    bound: Bound,
+}
+
+/// An upper bound on a record's Jaccard distance (1 - Jaccard of the shingle sets) to the
+/// survivor `of`; it says nothing once the record's survivor is another (an erasure, a
+/// re-evaluation or a survivor displaced by an earlier record may change it).
+///
+/// Jaccard distance is a metric, so a record `x` whose distance to a survivor `s` is
+/// `d(x, s)` is within `d(x, s) + b` of every member bound by `b`: complete linkage compares
+/// `x` with a member only when that sum exceeds what the threshold allows. Near copies sit
+/// a few hundredths from their survivor, so joining a cluster of thousands of them costs a
+/// comparison or two, not one per member (it was quadratic in the cluster's size).
+#[derive(Debug, Clone, Copy)]
+struct Bound {
+    of: u64,
+    distance: f32,
+}
+
+impl Bound {
+    const NONE: Bound = Bound {
+        of: u64::MAX,
+        distance: 1.0,
+    };
+
+    /// A bound of at least `distance` (rounded up to `f32`, so that it stays a bound).
+    fn new(of: u64, distance: f64) -> Bound {
+        let d = distance.clamp(0.0, 1.0) as f32;
+        let distance = if f64::from(d) < distance {
+            d.next_up()
+        } else {
+            d
+        };
+        Bound { of, distance }
+    }
+}
+
+/// What complete linkage found out about a record and a cluster.
+#[derive(Debug, Default)]
+struct Linkage {
+    /// Whether the record verifies against every member.
+    linked: bool,
+    /// An upper bound on the record's distance to the survivor.
+    to_survivor: Option<f64>,
+    /// Members' distances to the survivor measured on the way (exact), to keep.
+    learned: Vec<(u64, f64)>,
+    /// The record's exact distances to the members it was compared with, by handle.
+    compared: Vec<(u64, f64)>,
 }
 
 /// A host's boilerplate as the pipeline uses it.
@@ -357,6 +405,7 @@ impl DeduperBuilder {
             by_id: FastMap::with_capacity_and_hasher(stored.len(), Default::default()),
             by_content: FastMap::with_capacity_and_hasher(stored.len(), Default::default()),
             members: FastMap::default(),
+            radius: FastMap::default(),
             hosts: HashMap::new(),
             generation: 0,
             next_handle: 1,
@@ -410,6 +459,11 @@ pub struct Deduper<S: Store> {
     by_content: FastMap<u128, u64>,
     /// Survivor handle -> member handles (survivor included).
     members: FastMap<u64, Vec<u64>>,
+    /// Survivor handle -> an upper bound on the Jaccard distance of every member with the
+    /// survivor's features to the survivor (see [`Bound`]), where one is known: complete
+    /// linkage then accepts a record within the threshold of the whole cluster at once.
+    /// Whatever changes a cluster's members otherwise drops its entry.
+    radius: FastMap<u64, f32>,
     hosts: HashMap<String, HostState>,
     /// Bumped whenever `hosts` changes, so analyses made with older boilerplate are redone.
     generation: u64,
@@ -476,11 +530,20 @@ impl<S: Store> Deduper<S> {
                 fingerprint: r.fingerprint,
                 retention_class: r.retention_class.as_deref().map(Arc::from),
                 features: r.features,
+                bound: Bound::NONE,
             },
         );
         self.by_id.insert(id, r.handle);
         self.by_content.entry(r.content_hash).or_insert(r.handle);
-        self.members.entry(r.survivor).or_default().push(r.handle);
+        let members = self.members.entry(r.survivor).or_default();
+        members.push(r.handle);
+        // A cluster of one is within 0 of its survivor; any other addition (a member, or a
+        // survivor loaded after its members) leaves the radius unknown.
+        if members.len() == 1 && r.survivor == r.handle {
+            self.radius.insert(r.handle, 0.0);
+        } else {
+            self.radius.remove(&r.survivor);
+        }
         if let Some(queue) = &mut self.window_queue {
             queue.insert((r.first_seen, r.handle));
         }
@@ -604,6 +667,8 @@ impl<S: Store> Deduper<S> {
             return;
         };
         let old = std::mem::replace(&mut m.survivor, survivor);
+        self.radius.remove(&old);
+        self.radius.remove(&survivor);
         if let Some(v) = self.members.get_mut(&old) {
             v.retain(|&x| x != h);
             if v.is_empty() {
@@ -818,38 +883,150 @@ impl<S: Store> Deduper<S> {
     /// Whether the analysed record verifies (Jaccard >= `min_jaccard`) against every member
     /// of the cluster of `survivor`. Members with the same text are checked once; members
     /// in `scored` (the record's verified candidates, usually most of the cluster) are not
-    /// compared again.
+    /// compared again, nor are members whose [`Bound`] to the survivor shows they are
+    /// within reach. A member with no bound yet is measured against the survivor first (it
+    /// is then bound for every later record).
     fn links_to_all(
         &self,
         p: &Prepared,
         survivor: u64,
         min_jaccard: f64,
         scored: &[(u64, Scores)],
-    ) -> Result<bool> {
+    ) -> Result<Linkage> {
+        debug_assert!(
+            scored.is_sorted_by_key(|&(h, _)| h),
+            "scores sorted by handle"
+        );
+        let mut linkage = Linkage::default();
         let Some(members) = self.members.get(&survivor) else {
-            return Ok(true);
+            linkage.linked = true;
+            return Ok(linkage);
         };
-        let mut checked = std::collections::HashSet::new();
-        let mut distinct = Vec::new();
+        let scored_distance = |m: u64| -> Option<f64> {
+            let at = scored.binary_search_by_key(&m, |&(h, _)| h).ok()?;
+            Some(1.0 - scored[at].1.jaccard)
+        };
+        // Distance allowed between the record and any member (a little less, so that
+        // rounding in a sum of bounds never admits a pair below the threshold).
+        let allowed = 1.0 - min_jaccard - 1e-9;
+        let far = |d: f64| d > 1.0 - min_jaccard;
+        let same_features = |m: u64| self.meta[&m].features == p.features;
+
+        // The record's distance to the survivor, the pivot of every bound.
+        if same_features(survivor) {
+            linkage.to_survivor = match scored_distance(survivor) {
+                Some(d) => Some(d),
+                None => self.shingle_sets(&[survivor])?[0]
+                    .as_ref()
+                    .map(|theirs| 1.0 - id_jaccard(&p.shingles, theirs)),
+            };
+            if linkage.to_survivor.is_some_and(far) {
+                return Ok(linkage);
+            }
+            // The whole cluster within reach of the record through the survivor.
+            if let (Some(d_ps), Some(&r)) = (linkage.to_survivor, self.radius.get(&survivor)) {
+                if d_ps + f64::from(r) <= allowed {
+                    linkage.linked = true;
+                    return Ok(linkage);
+                }
+            }
+        }
+
+        let mut checked: std::collections::HashSet<u128, foldhash::fast::RandomState> =
+            Default::default();
+        // The survivor's text counts as checked (above), as any member's text does.
+        if same_features(survivor) {
+            checked.insert(self.meta[&survivor].content_hash);
+        }
+        let mut unbound = Vec::new();
+        let mut compare = Vec::new();
         for &m in members {
             let meta = &self.meta[&m];
-            if meta.features != p.features || !checked.insert(meta.content_hash) {
+            if m == survivor || meta.features != p.features || !checked.insert(meta.content_hash) {
                 continue;
             }
-            match scored.iter().find(|&&(h, _)| h == m) {
-                Some((_, s)) if s.jaccard < min_jaccard => return Ok(false),
-                Some(_) => {}
-                None => distinct.push(m),
+            if let Some(d) = scored_distance(m) {
+                if far(d) {
+                    return Ok(linkage);
+                }
+                linkage.compared.push((m, d));
+                continue;
+            }
+            match linkage.to_survivor {
+                Some(_) if meta.bound.of == survivor => compare.push(m),
+                Some(_) => unbound.push(m),
+                None => compare.push(m),
             }
         }
-        for theirs in self.shingle_sets(&distinct)?.into_iter().flatten() {
-            if cannot_reach(p.shingles.len(), theirs.len(), min_jaccard)
-                || id_jaccard(&p.shingles, &theirs) < min_jaccard
-            {
-                return Ok(false);
+        let within = |d_ps: f64, b: f64| d_ps + b <= allowed;
+        let mut to_compare = Vec::new();
+        if let Some(d_ps) = linkage.to_survivor {
+            // Bound members: compared only when their bound does not settle it.
+            for m in compare {
+                if !within(d_ps, f64::from(self.meta[&m].bound.distance)) {
+                    to_compare.push(m);
+                }
+            }
+            // Unbound members: measured against the survivor first.
+            if !unbound.is_empty() {
+                let sets = self.shingle_sets(&[survivor])?;
+                if let Some(pivot) = &sets[0] {
+                    for (m, theirs) in unbound.iter().zip(self.shingle_sets(&unbound)?) {
+                        match theirs {
+                            Some(theirs) => {
+                                let d = 1.0 - id_jaccard(pivot, &theirs);
+                                linkage.learned.push((*m, d));
+                                if !within(d_ps, d) {
+                                    to_compare.push(*m);
+                                }
+                            }
+                            None => to_compare.push(*m),
+                        }
+                    }
+                } else {
+                    to_compare.extend(unbound);
+                }
+            }
+        } else {
+            to_compare = compare;
+        }
+        for (m, theirs) in to_compare.iter().zip(self.shingle_sets(&to_compare)?) {
+            let Some(theirs) = theirs else { continue };
+            if cannot_reach(p.shingles.len(), theirs.len(), min_jaccard) {
+                return Ok(linkage);
+            }
+            let d = 1.0 - id_jaccard(&p.shingles, &theirs);
+            if far(d) {
+                return Ok(linkage);
+            }
+            linkage.compared.push((*m, d));
+        }
+        linkage.compared.sort_unstable_by_key(|&(m, _)| m);
+        linkage.linked = true;
+        Ok(linkage)
+    }
+
+    /// Keeps the members' distances to `survivor` that complete linkage measured.
+    fn learn_bounds(&mut self, survivor: u64, learned: &[(u64, f64)]) {
+        for &(m, d) in learned {
+            if let Some(meta) = self.meta.get_mut(&m) {
+                if meta.survivor == survivor {
+                    meta.bound = Bound::new(survivor, d);
+                }
             }
         }
-        Ok(true)
+    }
+
+    /// A bound on a member's distance to its survivor, when one holds.
+    fn bound_to_survivor(&self, m: u64) -> Option<f64> {
+        let meta = &self.meta[&m];
+        if meta.survivor == m {
+            Some(0.0)
+        } else if meta.bound.of == meta.survivor {
+            Some(f64::from(meta.bound.distance))
+        } else {
+            None
+        }
     }
 
     /// Near-duplicates of `record` among stored records, without inserting it: (id, scores)
@@ -1119,6 +1296,18 @@ impl<S: Store> Deduper<S> {
         Ok(index)
     }
 
+    /// The source URL of one record, as a merge-log entry lists it: what the merge of that
+    /// record brings to its new cluster. (Its cluster's other members, if it had any, have
+    /// entries of their own, so the log names every URL of a cluster once, where a list of
+    /// the whole cluster per entry would grow with the square of its size.)
+    fn own_urls(&self, handle: u64) -> Vec<String> {
+        self.meta[&handle]
+            .url
+            .as_deref()
+            .map(|u| vec![u.to_owned()])
+            .unwrap_or_default()
+    }
+
     fn cluster_urls(&self, survivor: u64) -> Vec<String> {
         let mut urls: Vec<String> = Vec::new();
         for h in self.ordered_members(survivor) {
@@ -1190,6 +1379,7 @@ impl<S: Store> Deduper<S> {
 
         // The exact tier, then SimHash candidates with verification.
         let mut matched: Option<(u64, MergeRule, Scores)> = None;
+        let mut linkage: Option<Linkage> = None;
         if let Some(&h) = self.by_content.get(&p.content_hash) {
             let distance = (self.meta[&h].fingerprint ^ p.fingerprint).count_ones();
             matched = Some((
@@ -1224,18 +1414,31 @@ impl<S: Store> Deduper<S> {
                 (Features::Chars, ShortText::CharNgrams { min_jaccard, .. }) => min_jaccard,
                 _ => self.rule.min_cluster_jaccard,
             };
-            let scored: Scored = ok.iter().chain(&failed).copied().collect();
-            let mut tried = std::collections::HashSet::new();
+            let mut scored: Scored = ok.iter().chain(&failed).copied().collect();
+            scored.sort_unstable_by_key(|&(h, _)| h);
+            let mut tried: std::collections::HashSet<u64, foldhash::fast::RandomState> =
+                Default::default();
             for &(h, s) in &ok {
                 let survivor = self.meta[&h].survivor;
-                if tried.insert(survivor)
-                    && self.links_to_all(&p, survivor, min_jaccard, &scored)?
-                {
+                if !tried.insert(survivor) {
+                    continue;
+                }
+                let l = self.links_to_all(&p, survivor, min_jaccard, &scored)?;
+                self.learn_bounds(survivor, &l.learned);
+                if l.linked {
                     matched = Some((h, near_rule, s));
+                    linkage = Some(l);
                     break;
                 }
             }
         }
+        // The record's distance to its new survivor, bounded: measured by complete linkage,
+        // or for an exact copy, that of the record it copies.
+        let to_survivor = match (&matched, &linkage) {
+            (Some((h, MergeRule::Exact, _)), _) => self.bound_to_survivor(*h),
+            (Some(_), Some(l)) => l.to_survivor,
+            _ => None,
+        };
 
         let handle = self.next_handle;
         self.next_handle += 1;
@@ -1262,7 +1465,19 @@ impl<S: Store> Deduper<S> {
             language: p.language.clone(),
             features,
         };
+        // `remember` drops the cluster's radius; a bounded newcomer with the survivor's
+        // features widens it instead.
+        let radius = self.radius.get(&survivor).copied();
         self.remember(&stored);
+        if let (Some(d), true) = (to_survivor, survivor != handle) {
+            let bound = Bound::new(survivor, d);
+            self.meta.get_mut(&handle).expect("just stored").bound = bound;
+            if let Some(r) = radius {
+                if self.meta[&survivor].features == features {
+                    self.radius.insert(survivor, r.max(bound.distance));
+                }
+            }
+        }
         let kind = match features {
             Features::Words => {
                 self.index.insert(handle, p.fingerprint as u64)?;
@@ -1309,10 +1524,32 @@ impl<S: Store> Deduper<S> {
         if displaces {
             let old_id = old.id.to_string();
             let old_fp = self.fingerprint_hex(old.fingerprint);
+            let old_urls = self.own_urls(survivor);
             let mut moved = self.members.remove(&survivor).unwrap_or_default();
             moved.retain(|&h| h != handle);
+            // Bounds to the new survivor: a member's distance to it is at most its distance
+            // to the old survivor plus the old survivor's to it, or what linkage measured.
+            let compared = linkage.as_ref().map_or(&[][..], |l| &l.compared[..]);
+            self.radius.remove(&survivor);
+            let mut radius = Some(0.0f32);
             for &m in &moved {
-                self.meta.get_mut(&m).expect("member is stored").survivor = handle;
+                let measured = compared
+                    .binary_search_by_key(&m, |&(h, _)| h)
+                    .ok()
+                    .map(|at| compared[at].1);
+                let through = to_survivor
+                    .zip(self.bound_to_survivor(m))
+                    .map(|(a, b)| a + b);
+                let bound = match (measured, through) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                let meta = self.meta.get_mut(&m).expect("member is stored");
+                meta.survivor = handle;
+                meta.bound = bound.map_or(Bound::NONE, |d| Bound::new(handle, d));
+                if meta.features == features {
+                    radius = radius.zip(bound).map(|(r, _)| r.max(meta.bound.distance));
+                }
                 batch.survivor_updates.push((m, handle));
             }
             self.meta.get_mut(&handle).expect("just stored").survivor = handle;
@@ -1321,6 +1558,10 @@ impl<S: Store> Deduper<S> {
             }
             moved.push(handle);
             self.members.insert(handle, moved);
+            match radius {
+                Some(r) => self.radius.insert(handle, r),
+                None => self.radius.remove(&handle),
+            };
             let entry = MergeLogEntry {
                 kept: record.id.clone(),
                 merged: old_id.clone(),
@@ -1329,7 +1570,7 @@ impl<S: Store> Deduper<S> {
                 distance: scores.distance,
                 jaccard: scores.jaccard,
                 matched: matched_id,
-                source_urls: self.cluster_urls(handle),
+                source_urls: old_urls,
                 at,
             };
             batch.merges.push(entry.clone());
@@ -1357,7 +1598,7 @@ impl<S: Store> Deduper<S> {
             distance: scores.distance,
             jaccard: scores.jaccard,
             matched: matched_id.clone(),
-            source_urls: self.cluster_urls(survivor),
+            source_urls: record.url.iter().cloned().collect(),
             at,
         };
         batch.merges.push(entry.clone());
@@ -1546,6 +1787,8 @@ impl<S: Store> Deduper<S> {
         self.sets.remove(h);
         let mut members = self.members.remove(&meta.survivor).unwrap_or_default();
         members.retain(|&m| m != h);
+        self.radius.remove(&meta.survivor);
+        self.radius.remove(&h);
         if self.by_content.get(&meta.content_hash) == Some(&h) {
             self.by_content.remove(&meta.content_hash);
             // Exact duplicates always share a cluster: hand the entry to one of them.
@@ -1569,6 +1812,7 @@ impl<S: Store> Deduper<S> {
                     self.meta.get_mut(&m).expect("member is stored").survivor = next;
                     batch.survivor_updates.push((m, next));
                 }
+                self.radius.remove(&next);
                 next
             } else {
                 meta.survivor

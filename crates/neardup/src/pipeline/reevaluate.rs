@@ -133,6 +133,8 @@ impl<S: Store> Deduper<S> {
                     if old == h {
                         continue;
                     }
+                    self.radius.remove(&old);
+                    self.radius.remove(&h);
                     if let Some(m) = self.members.get_mut(&old) {
                         m.retain(|&x| x != h);
                     }
@@ -147,7 +149,7 @@ impl<S: Store> Deduper<S> {
                         distance: scores.distance,
                         jaccard: scores.jaccard,
                         matched: self.meta[&old].id.to_string(),
-                        source_urls: self.cluster_urls(old),
+                        source_urls: self.own_urls(h),
                         at: now.to_rfc3339(),
                     });
                     applied += 1;
@@ -170,6 +172,8 @@ impl<S: Store> Deduper<S> {
                     let target = self.meta[&b].survivor;
                     let (ma, mt) = (&self.meta[&a], &self.meta[&target]);
                     let a_survives = (ma.first_seen, &*ma.id) < (mt.first_seen, &*mt.id);
+                    self.radius.remove(&a);
+                    self.radius.remove(&target);
                     self.members.remove(&a);
                     let mut members = self.members.remove(&target).unwrap_or_default();
                     members.push(a);
@@ -188,7 +192,7 @@ impl<S: Store> Deduper<S> {
                         distance: scores.distance,
                         jaccard: scores.jaccard,
                         matched: candidate.clone(),
-                        source_urls: self.cluster_urls(survivor),
+                        source_urls: self.own_urls(merged),
                         at: now.to_rfc3339(),
                     });
                     applied += 1;

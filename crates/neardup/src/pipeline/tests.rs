@@ -77,14 +77,9 @@ fn exact_near_and_distinct_records() {
             assert_eq!(*rule, MergeRule::SimhashJaccard);
             assert!(scores.jaccard >= 0.8 && scores.jaccard < 1.0, "{scores:?}");
             assert_eq!(out[2].merges[0].rule, "simhash+jaccard");
-            assert_eq!(
-                out[2].merges[0].source_urls,
-                [
-                    "https://one.example/a",
-                    "https://two.example/a",
-                    "https://three.example/a"
-                ]
-            );
+            // The entry names the URL the merge brought; the cluster's whole list is the
+            // kept record's (below).
+            assert_eq!(out[2].merges[0].source_urls, ["https://three.example/a"]);
         }
         other => panic!("light edit: {other:?}"),
     }
@@ -121,6 +116,7 @@ fn earliest_first_seen_survives_and_keeps_every_url() {
     }
     assert_eq!(out[0].merges[0].kept, "early");
     assert_eq!(out[0].merges[0].merged, "late");
+    assert_eq!(out[0].merges[0].source_urls, ["https://x.example/late"]);
     let c = d.cluster_of("late").unwrap();
     assert_eq!(c.survivor, "early");
     assert_eq!(c.first_seen, t("2026-01-01T00:00:00Z"));
@@ -136,6 +132,39 @@ fn earliest_first_seen_survives_and_keeps_every_url() {
     d.process(&[Record::new("m", a.clone()).with_first_seen(same)], t(NOW))
         .unwrap();
     assert_eq!(d.cluster_of("z").unwrap().survivor, "m");
+}
+
+#[test]
+fn the_merge_log_names_each_url_of_a_cluster_once() {
+    // A big cluster (near copies of one page under many URLs, as a crawl's soft-404 pages
+    // are): each entry lists the URL its merge brought, so the log grows with the cluster,
+    // not with its square, and together with the survivor's own URL it holds them all.
+    let mut d = memory();
+    let a = doc(5, 300);
+    let records: Vec<Record> = (0..120)
+        .map(|i| {
+            Record::new(format!("r{i:03}"), edit(&a, i % 3))
+                .with_url(format!("https://site{i}.example/page"))
+                .with_first_seen(t("2026-01-01T00:00:00Z"))
+        })
+        .collect();
+    let mut logged: Vec<String> = Vec::new();
+    for chunk in records.chunks(7) {
+        for outcome in d.process(chunk, t(NOW)).unwrap() {
+            for m in &outcome.merges {
+                assert!(m.source_urls.len() <= 1, "{m:?}");
+                logged.extend(m.source_urls.iter().cloned());
+            }
+        }
+    }
+    let c = d.cluster_of("r000").unwrap();
+    assert_eq!(c.members.len(), 120);
+    assert_eq!(logged.len(), 119, "one URL per merged record");
+    logged.push(format!("https://site{}.example/page", 0));
+    logged.sort();
+    let mut all = c.source_urls.clone();
+    all.sort();
+    assert_eq!(logged, all);
 }
 
 #[test]
@@ -770,5 +799,68 @@ fn a_record_joins_a_cluster_only_if_it_verifies_against_every_member() {
             "k {max_distance}, cluster J {min_cluster_jaccard}: {:?}",
             out[2].decision
         );
+    }
+}
+
+#[test]
+fn complete_linkage_holds_for_every_pair_with_displaced_survivors() {
+    // Families of edits at many distances from one page, arriving out of first-seen order
+    // (survivors are displaced and the bounds to them carried over), in chunks: whatever
+    // the bounds let complete linkage skip, every two members of a cluster must still be
+    // within the cluster threshold of each other (members with the same text, which are
+    // checked once, aside).
+    let h = SimHasher::builder().build().unwrap();
+    for seed in 1..=4u64 {
+        let mut d = memory();
+        let min = d.rule().min_cluster_jaccard;
+        let base = doc(seed * 31, 400);
+        let mut s = seed;
+        let mut next = |n: u64| {
+            s = fmix64(s.wrapping_add(0x9e37_79b9_7f4a_7c15));
+            s % n
+        };
+        let records: Vec<Record> = (0..150)
+            .map(|i| {
+                let edits = next(40) as usize;
+                let day = 1 + next(28);
+                Record::new(format!("s{seed}r{i:03}"), edit(&base, edits))
+                    .with_first_seen(t(&format!("2026-02-{day:02}T00:00:00Z")))
+            })
+            .collect();
+        let texts: std::collections::HashMap<String, Vec<u64>> = records
+            .iter()
+            .map(|r| (r.id.clone(), h.shingle_set(&r.fields[0].text)))
+            .collect();
+        let mut displaced = 0;
+        for chunk in records.chunks(9) {
+            for o in d.process(chunk, t(NOW)).unwrap() {
+                displaced += usize::from(matches!(
+                    o.decision,
+                    Decision::Kept {
+                        displaced: Some(_),
+                        ..
+                    }
+                ));
+            }
+        }
+        assert!(
+            displaced >= 3,
+            "seed {seed}: {displaced} survivors displaced"
+        );
+        let mut pairs = 0;
+        for c in d.clusters() {
+            for (i, x) in c.members.iter().enumerate() {
+                for y in &c.members[i + 1..] {
+                    let (sx, sy) = (&texts[x], &texts[y]);
+                    if sx == sy {
+                        continue;
+                    }
+                    pairs += 1;
+                    let j = crate::verify::jaccard(sx, sy);
+                    assert!(j >= min, "seed {seed}: {x} and {y} in one cluster at {j}");
+                }
+            }
+        }
+        assert!(pairs > 100, "seed {seed}: the clusters hold {pairs} pairs");
     }
 }

@@ -143,7 +143,10 @@ pub struct MergeLogEntry {
     pub jaccard: f64,
     /// The record it was verified against (a member of the survivor's cluster).
     pub matched: String,
-    /// Every source URL of the cluster after the merge.
+    /// The merged record's source URL (none when it has none): what the merge brought to
+    /// the kept record's cluster. Every URL of a cluster is in the entries of its members
+    /// (and the survivor's own record), each once; the cluster's whole list is the kept
+    /// record's `source_urls`.
     pub source_urls: Vec<String>,
     /// When the merge was decided, RFC 3339.
     pub at: String,
