@@ -1017,6 +1017,18 @@ impl<S: Store> Deduper<S> {
         }
     }
 
+    /// The distance of an exact copy of `h` to `h`'s survivor: measured, since the same
+    /// text on another host loses other boilerplate and may have another shingle set.
+    fn exact_copy_distance(&self, p: &Prepared, h: u64) -> Result<Option<f64>> {
+        let survivor = self.meta[&h].survivor;
+        if self.meta[&survivor].features != p.features {
+            return Ok(None);
+        }
+        Ok(self.shingle_sets(&[survivor])?[0]
+            .as_ref()
+            .map(|theirs| 1.0 - id_jaccard(&p.shingles, theirs)))
+    }
+
     /// A bound on a member's distance to its survivor, when one holds.
     fn bound_to_survivor(&self, m: u64) -> Option<f64> {
         let meta = &self.meta[&m];
@@ -1435,7 +1447,7 @@ impl<S: Store> Deduper<S> {
         // The record's distance to its new survivor, bounded: measured by complete linkage,
         // or for an exact copy, that of the record it copies.
         let to_survivor = match (&matched, &linkage) {
-            (Some((h, MergeRule::Exact, _)), _) => self.bound_to_survivor(*h),
+            (Some((h, MergeRule::Exact, _)), _) => self.exact_copy_distance(&p, *h)?,
             (Some(_), Some(l)) => l.to_survivor,
             _ => None,
         };
