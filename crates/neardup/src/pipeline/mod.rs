@@ -916,9 +916,7 @@ impl<S: Store> Deduper<S> {
         if same_features(survivor) {
             linkage.to_survivor = match scored_distance(survivor) {
                 Some(d) => Some(d),
-                None => self.shingle_sets(&[survivor])?[0]
-                    .as_ref()
-                    .map(|theirs| 1.0 - id_jaccard(&p.shingles, theirs)),
+                None => self.distance_to(&p.shingles, survivor)?,
             };
             if linkage.to_survivor.is_some_and(far) {
                 return Ok(linkage);
@@ -1024,9 +1022,14 @@ impl<S: Store> Deduper<S> {
         if self.meta[&survivor].features != p.features {
             return Ok(None);
         }
-        Ok(self.shingle_sets(&[survivor])?[0]
+        self.distance_to(&p.shingles, survivor)
+    }
+
+    /// The Jaccard distance of `shingles` to the stored record `h`, when its set is found.
+    fn distance_to(&self, shingles: &[u32], h: u64) -> Result<Option<f64>> {
+        Ok(self.shingle_sets(&[h])?[0]
             .as_ref()
-            .map(|theirs| 1.0 - id_jaccard(&p.shingles, theirs)))
+            .map(|theirs| 1.0 - id_jaccard(shingles, theirs)))
     }
 
     /// A bound on a member's distance to its survivor, when one holds.
@@ -1560,7 +1563,7 @@ impl<S: Store> Deduper<S> {
                 meta.survivor = handle;
                 meta.bound = bound.map_or(Bound::NONE, |d| Bound::new(handle, d));
                 if meta.features == features {
-                    radius = radius.zip(bound).map(|(r, _)| r.max(meta.bound.distance));
+                    radius = bound.and(radius).map(|r| r.max(meta.bound.distance));
                 }
                 batch.survivor_updates.push((m, handle));
             }
