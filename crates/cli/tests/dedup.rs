@@ -506,3 +506,54 @@ fn kept_records_are_the_same_whether_the_input_is_mapped_or_read() {
         "the input's own value is replaced"
     );
 }
+
+#[test]
+fn kept_lines_follow_the_input_order_over_many_render_chunks() {
+    // kept.jsonl is rendered in chunks of spool lines while a writer thread writes the
+    // chunks before them: thousands of survivors must still come out in input order, each
+    // once, the copies among them left out.
+    let dir = tempfile::tempdir().unwrap();
+    let word = |mut x: u64| {
+        let mut w = String::new();
+        for _ in 0..7 {
+            w.push((b'a' + (x % 26) as u8) as char);
+            x /= 26;
+        }
+        w
+    };
+    let body = |i: u64| {
+        (0..60u64)
+            .map(|j| word((i * 1_000_003 + j * 7_919).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 20))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let mut text = String::new();
+    let mut expected = Vec::new();
+    for i in 0..5000u64 {
+        // Every seventh record copies the one three before it (ids padded: of two copies
+        // without a first-seen time, the smaller id survives).
+        let copy = i % 7 == 6;
+        let b = if copy { body(i - 3) } else { body(i) };
+        if !copy {
+            expected.push(format!("r{i:05}"));
+        }
+        text += &format!(
+            "{{\"id\":\"r{i:05}\",\"url\":\"https://h{}.example/{i}\",\"body_text\":\"{b}\"}}\n",
+            i % 50
+        );
+    }
+    std::fs::write(dir.path().join("in.jsonl"), text).unwrap();
+    let run = neardup(
+        dir.path(),
+        &[
+            "dedup", "--jsonl", "in.jsonl", "--out", "out", "--store", "s.db", "-q",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let kept: Vec<String> = lines(&dir.path().join("out/kept.jsonl"))
+        .iter()
+        .map(|v| v["id"].as_str().expect("an id").to_owned())
+        .collect();
+    assert_eq!(kept.len(), expected.len());
+    assert_eq!(kept, expected);
+}
