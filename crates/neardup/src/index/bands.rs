@@ -151,6 +151,16 @@ impl HammingIndex for BandIndex {
         max_distance: u32,
         out: &mut Vec<Match>,
     ) -> Result<QueryStats, IndexError> {
+        self.query_nearest_into(fingerprint, max_distance, usize::MAX, out)
+    }
+
+    fn query_nearest_into(
+        &self,
+        fingerprint: u64,
+        max_distance: u32,
+        limit: usize,
+        out: &mut Vec<Match>,
+    ) -> Result<QueryStats, IndexError> {
         if max_distance >= self.bands {
             return Err(IndexError::MaxDistanceUnsupported {
                 max_distance,
@@ -159,7 +169,7 @@ impl HammingIndex for BandIndex {
         }
         Ok(self
             .tables
-            .query(fingerprint, max_distance, Radii::Exact, out))
+            .query(fingerprint, max_distance, Radii::Exact, limit, out))
     }
 
     fn query_batch(

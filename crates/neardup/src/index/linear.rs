@@ -201,6 +201,16 @@ impl HammingIndex for LinearIndex {
         max_distance: u32,
         out: &mut Vec<Match>,
     ) -> Result<QueryStats, IndexError> {
+        self.query_nearest_into(fingerprint, max_distance, usize::MAX, out)
+    }
+
+    fn query_nearest_into(
+        &self,
+        fingerprint: u64,
+        max_distance: u32,
+        limit: usize,
+        out: &mut Vec<Match>,
+    ) -> Result<QueryStats, IndexError> {
         out.clear();
         scan(&self.fps, fingerprint, max_distance, |at, distance| {
             out.push(Match {
@@ -208,7 +218,7 @@ impl HammingIndex for LinearIndex {
                 id: self.ids[at],
             });
         });
-        sort_matches(out);
+        sort_matches(out, limit);
         Ok(QueryStats {
             probes: 0,
             candidates: self.fps.len() as u64,

@@ -204,13 +204,29 @@ impl HammingIndex for MihIndex {
         max_distance: u32,
         out: &mut Vec<Match>,
     ) -> Result<QueryStats, IndexError> {
+        self.query_nearest_into(fingerprint, max_distance, usize::MAX, out)
+    }
+
+    fn query_nearest_into(
+        &self,
+        fingerprint: u64,
+        max_distance: u32,
+        limit: usize,
+        out: &mut Vec<Match>,
+    ) -> Result<QueryStats, IndexError> {
         let radii = &self.radii_by_distance[max_distance.min(64) as usize];
         if self.scan_is_cheaper(radii) {
-            return Ok(self.tables.query_by_scan(fingerprint, max_distance, out));
+            return Ok(self
+                .tables
+                .query_by_scan(fingerprint, max_distance, limit, out));
         }
-        Ok(self
-            .tables
-            .query(fingerprint, max_distance, Radii::PerTable(radii), out))
+        Ok(self.tables.query(
+            fingerprint,
+            max_distance,
+            Radii::PerTable(radii),
+            limit,
+            out,
+        ))
     }
 
     fn max_supported_distance(&self) -> u32 {

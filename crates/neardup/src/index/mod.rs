@@ -193,6 +193,27 @@ pub trait HammingIndex {
         out: &mut Vec<Match>,
     ) -> Result<QueryStats, IndexError>;
 
+    /// The first `limit` matches of [`HammingIndex::query`]'s answer (the nearest, by
+    /// (distance, id)) into `out`, cleared first: what a caller that verifies only the
+    /// nearest candidates asks. The table indexes select them without sorting the rest, so
+    /// a query next to a large group of near copies (thousands of matches) costs the scan
+    /// of that group, not a sort of it as well.
+    ///
+    /// # Errors
+    /// [`IndexError::MaxDistanceUnsupported`] when the layout cannot answer `max_distance`
+    /// exactly.
+    fn query_nearest_into(
+        &self,
+        fingerprint: u64,
+        max_distance: u32,
+        limit: usize,
+        out: &mut Vec<Match>,
+    ) -> Result<QueryStats, IndexError> {
+        let stats = self.query_into(fingerprint, max_distance, out)?;
+        out.truncate(limit);
+        Ok(stats)
+    }
+
     /// Answers many queries at once: clears `out` and fills it with `(query position,
     /// match)`, sorted by position and then (distance, id). Table indexes overlap the
     /// memory accesses of several queries, which is much faster than a loop of single
@@ -248,7 +269,16 @@ pub trait HammingIndex {
     fn stats(&self) -> IndexStats;
 }
 
-/// Sorts results by (distance, id), the order every query promises.
-pub(crate) fn sort_matches(out: &mut [Match]) {
+/// Sorts results by (distance, id), the order every query promises, keeping the first
+/// `limit`: those are selected first when there are more, so the rest are not sorted.
+pub(crate) fn sort_matches(out: &mut Vec<Match>, limit: usize) {
+    if out.len() > limit {
+        if limit == 0 {
+            out.clear();
+            return;
+        }
+        out.select_nth_unstable(limit - 1);
+        out.truncate(limit);
+    }
     out.sort_unstable();
 }

@@ -440,6 +440,16 @@ impl HammingIndex for PermutedIndex {
         max_distance: u32,
         out: &mut Vec<Match>,
     ) -> Result<QueryStats, IndexError> {
+        self.query_nearest_into(fingerprint, max_distance, usize::MAX, out)
+    }
+
+    fn query_nearest_into(
+        &self,
+        fingerprint: u64,
+        max_distance: u32,
+        limit: usize,
+        out: &mut Vec<Match>,
+    ) -> Result<QueryStats, IndexError> {
         if max_distance > self.layout.max_distance {
             return Err(IndexError::MaxDistanceUnsupported {
                 max_distance,
@@ -448,7 +458,7 @@ impl HammingIndex for PermutedIndex {
         }
         Ok(self
             .tables
-            .query(fingerprint, max_distance, Radii::Exact, out))
+            .query(fingerprint, max_distance, Radii::Exact, limit, out))
     }
 
     fn query_batch(

@@ -1059,7 +1059,8 @@ impl TableSet {
     }
 
     /// Looks up every table with the given per-table key radius (`None`: skip the table),
-    /// scans the buffer, and fills `out` sorted by (distance, id).
+    /// scans the buffer, and fills `out` with the first `limit` matches by (distance, id),
+    /// sorted.
     ///
     /// A fingerprint found in table `t` is reported there only if no earlier probed table
     /// `j` also reaches it (its key is then within `radius[j]` of the query's key in `j`,
@@ -1069,6 +1070,7 @@ impl TableSet {
         q: u64,
         max_distance: u32,
         radii: Radii<'_>,
+        limit: usize,
         out: &mut Vec<Match>,
     ) -> QueryStats {
         #[cfg(target_arch = "x86_64")]
@@ -1077,10 +1079,10 @@ impl TableSet {
                 && std::arch::is_x86_feature_detected!("popcnt")
             {
                 // SAFETY: the CPU supports the features `query_avx2` is compiled for.
-                return unsafe { self.query_avx2(q, max_distance, radii, out) };
+                return unsafe { self.query_avx2(q, max_distance, radii, limit, out) };
             }
         }
-        self.query_body(q, max_distance, radii, out)
+        self.query_body(q, max_distance, radii, limit, out)
     }
 
     /// The query compiled with hardware popcount and AVX2: the default x86-64 target has
@@ -1092,9 +1094,10 @@ impl TableSet {
         q: u64,
         max_distance: u32,
         radii: Radii<'_>,
+        limit: usize,
         out: &mut Vec<Match>,
     ) -> QueryStats {
-        self.query_body(q, max_distance, radii, out)
+        self.query_body(q, max_distance, radii, limit, out)
     }
 
     /// Exact-key queries in groups: the directory reads and run prefetches of a whole
@@ -1409,6 +1412,7 @@ impl TableSet {
         q: u64,
         max_distance: u32,
         radii: Radii<'_>,
+        limit: usize,
         out: &mut Vec<Match>,
     ) -> QueryStats {
         out.clear();
@@ -1499,7 +1503,7 @@ impl TableSet {
             }
         }
         self.scan_buffer(q, max_distance, out, &mut stats);
-        self.finish(out, stats)
+        self.finish(out, stats, limit)
     }
 
     /// Verifies `start..end` of table `t` (one probe) and calls `found(position,
@@ -1601,6 +1605,7 @@ impl TableSet {
         &self,
         q: u64,
         max_distance: u32,
+        limit: usize,
         out: &mut Vec<Match>,
     ) -> QueryStats {
         out.clear();
@@ -1617,7 +1622,7 @@ impl TableSet {
             candidates: self.row_fps.len() as u64,
             capped_probes: 0,
         };
-        self.finish(out, stats)
+        self.finish(out, stats, limit)
     }
 
     /// Scans the buffer and a frozen buffer being merged.
@@ -1664,11 +1669,9 @@ impl TableSet {
     }
 
     #[inline(always)]
-    fn finish(&self, out: &mut [Match], stats: QueryStats) -> QueryStats {
+    fn finish(&self, out: &mut Vec<Match>, stats: QueryStats, limit: usize) -> QueryStats {
         self.count_capped(&stats);
-        if out.len() > 1 {
-            sort_matches(out);
-        }
+        sort_matches(out, limit);
         stats
     }
 
@@ -1861,7 +1864,7 @@ mod tests {
             let mut out = Vec::new();
             let mut ids = Vec::new();
             for id in 0..1102 {
-                set.query(fp(id), 0, Radii::Exact, &mut out);
+                set.query(fp(id), 0, Radii::Exact, usize::MAX, &mut out);
                 ids.extend(out.iter().map(|m| m.id));
             }
             ids

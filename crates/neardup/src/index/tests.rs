@@ -132,6 +132,23 @@ fn check_against_oracle(
                         k,
                         pass
                     );
+                    // The nearest `limit`: the answer's first `limit`, for limits below,
+                    // at and above its length.
+                    let mut nearest = Vec::new();
+                    for limit in [0, 1, 2, expected.len() / 2, expected.len(), usize::MAX] {
+                        index
+                            .query_nearest_into(q, k, limit, &mut nearest)
+                            .expect("radius within layout");
+                        prop_assert_eq!(
+                            &nearest[..],
+                            &expected[..limit.min(expected.len())],
+                            "nearest {} {} k={} pass={}",
+                            limit,
+                            index.stats().layout,
+                            k,
+                            pass
+                        );
+                    }
                 }
             }
         }

@@ -768,9 +768,21 @@ impl<S: Store> Deduper<S> {
             IndexKind::Words => &self.index,
             IndexKind::Chars => &self.short_index,
         };
-        let mut hits = index.query(prepared.fingerprint as u64, max_distance)?;
-        hits.truncate(self.rule.max_candidates);
-        Ok(hits)
+        // The answer is gathered in a buffer of the thread's, which keeps its capacity:
+        // next to a large group of near copies it holds thousands of matches before the
+        // nearest are selected, and a fresh one each time would be fresh memory each time.
+        thread_local! {
+            static ANSWER: std::cell::RefCell<Vec<Match>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        ANSWER.with_borrow_mut(|answer| {
+            index.query_nearest_into(
+                prepared.fingerprint as u64,
+                max_distance,
+                self.rule.max_candidates,
+                answer,
+            )?;
+            Ok(answer.clone())
+        })
     }
 
     /// Verified near-duplicates of an analysed record among stored ones, best first:
