@@ -433,6 +433,10 @@ fn boilerplate_is_learned_from_every_page_of_a_host_that_reaches_the_minimum() {
         hosts[0]["boilerplate_shingles"].as_u64().unwrap() >= 10,
         "the template's shingles: {hosts:?}"
     );
+    // The template's 20 words of each page's 140 went before fingerprinting, and the
+    // report counts them for the host.
+    let share = hosts[0]["share_of_shingles_removed"].as_f64().unwrap();
+    assert!((0.05..0.3).contains(&share), "{hosts:?}");
 }
 
 #[test]

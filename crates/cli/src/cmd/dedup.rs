@@ -935,8 +935,8 @@ impl RunState {
         origin: &str,
         outcome: neardup::Outcome,
     ) -> anyhow::Result<()> {
-        if let Some(host) = record.effective_host() {
-            let s = self.hosts.entry(host).or_insert(HostShare {
+        if let Some(host) = &outcome.host {
+            let s = self.hosts.entry(host.clone()).or_insert(HostShare {
                 shingles: 0,
                 removed: 0,
             });

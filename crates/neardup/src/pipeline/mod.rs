@@ -234,6 +234,8 @@ impl AnalyzerRef<'_> {
 /// One record after analysis, before the decision.
 #[derive(Debug)]
 struct Prepared {
+    /// The record's host ([`Record::effective_host`]: a URL parse, done once, here).
+    host: Option<String>,
     features: Features,
     language: Option<String>,
     shingle_count: usize,
@@ -261,6 +263,8 @@ pub struct Outcome {
     pub boilerplate_removed: usize,
     /// Its language (ISO 639-3), when the profile detects languages.
     pub language: Option<String>,
+    /// Its host ([`Record::effective_host`]), for per-host reports.
+    pub host: Option<String>,
 }
 
 /// One stored record as the pipeline sees it.
@@ -1250,6 +1254,7 @@ impl<S: Store> Deduper<S> {
                     shingles: 0,
                     boilerplate_removed: 0,
                     language: None,
+                    host: record.effective_host(),
                 },
                 Ok(p) => self.decide(record, p, found, now, batch)?,
             };
@@ -1363,7 +1368,7 @@ impl<S: Store> Deduper<S> {
     fn decide(
         &mut self,
         record: &Record,
-        p: Prepared,
+        mut p: Prepared,
         found: Option<Presearched>,
         now: Timestamp,
         batch: &mut Batch,
@@ -1371,6 +1376,7 @@ impl<S: Store> Deduper<S> {
         let fingerprint = self.fingerprint_hex(p.fingerprint);
         let (shingles, boilerplate_removed) = (p.shingle_count, p.boilerplate_removed);
         let language = p.language.clone();
+        let host = p.host.take();
         if let Some(&h) = self.by_id.get(record.id.as_str()) {
             let meta = &self.meta[&h];
             let decision = if meta.content_hash == p.content_hash {
@@ -1393,6 +1399,7 @@ impl<S: Store> Deduper<S> {
                 shingles,
                 boilerplate_removed,
                 language,
+                host,
             });
         }
         let first_seen = record.first_seen.unwrap_or(now);
@@ -1483,7 +1490,7 @@ impl<S: Store> Deduper<S> {
             fingerprint: p.fingerprint,
             content_hash: p.content_hash,
             url: record.url.clone(),
-            host: record.effective_host(),
+            host: host.clone(),
             first_seen,
             retention_class: record.retention_class.clone(),
             survivor,
@@ -1541,6 +1548,7 @@ impl<S: Store> Deduper<S> {
                 shingles,
                 boilerplate_removed,
                 language,
+                host,
             });
         };
         let matched_id = self.meta[&matched_handle].id.to_string();
@@ -1613,6 +1621,7 @@ impl<S: Store> Deduper<S> {
                 shingles,
                 boilerplate_removed,
                 language,
+                host,
             });
         }
         // `remember` already added the record to its survivor's members.
@@ -1642,6 +1651,7 @@ impl<S: Store> Deduper<S> {
             shingles,
             boilerplate_removed,
             language,
+            host,
         })
     }
 
@@ -1880,9 +1890,10 @@ fn prepare(
         .iter()
         .map(|f| Field::weighted(&f.text, f.weight.max(1)))
         .collect();
-    let boilerplate = record
-        .effective_host()
-        .and_then(|h| hosts.get(&h).map(|s| s.set.clone()));
+    let host = record.effective_host();
+    let boilerplate = host
+        .as_ref()
+        .and_then(|h| hosts.get(h).map(|s| s.set.clone()));
     let analysis = match hasher.analyze(&fields, boilerplate.as_deref(), scratch) {
         Ok(a) => a,
         // A page that is nothing but its site's template: fingerprint it whole; it is
@@ -1894,6 +1905,7 @@ fn prepare(
         Err(e) => return Err(e.to_string()),
     };
     let mut prepared = Prepared {
+        host,
         features: Features::Words,
         language: analysis.language.as_ref().map(|l| l.code.to_owned()),
         shingle_count: analysis.shingle_count,
