@@ -53,6 +53,9 @@ def q(name):
 cli_name = next((n for n in quality if n.startswith("neardup dedup CLI")), None)
 print(f"End-to-end throughput: {corpus} ({file_bytes / 1e9:.3f} GB file, {text_mb / 1e3:.3f} GB of text, "
       f"{rep['input_records']} records)")
+walls_path = os.path.join(out, "walls.txt")
+if os.path.exists(walls_path):
+    print(f"neardup dedup runs, wall seconds: {open(walls_path).read().strip()} (the median run below)")
 print(f"neardup dedup: wall {wall:.1f}s (boilerplate pass {rep['timings_seconds']['boilerplate']}s, "
       f"dedup {rep['timings_seconds']['dedup']}s), user {user}s, sys {system}s, CPU {cpu}%, "
       f"peak RSS {rss_kb / 1024:.0f} MiB; kept {rep['kept']}, merged {rep['merged']} "
