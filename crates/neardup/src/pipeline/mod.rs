@@ -116,6 +116,7 @@ type Scored = Vec<(u64, Scores)>;
 /// per decision): foldhash, several times cheaper than SipHash for integer keys, and
 /// seeded per process (ids come from users).
 type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+type FastSet<T> = std::collections::HashSet<T, foldhash::fast::RandomState>;
 
 /// Which Hamming index a record is searched in and stored in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -946,8 +947,7 @@ impl<S: Store> Deduper<S> {
             }
         }
 
-        let mut checked: std::collections::HashSet<u128, foldhash::fast::RandomState> =
-            Default::default();
+        let mut checked: FastSet<u128> = Default::default();
         // The survivor's text counts as checked (above), as any member's text does.
         if same_features(survivor) {
             checked.insert(self.meta[&survivor].content_hash);
@@ -1340,16 +1340,15 @@ impl<S: Store> Deduper<S> {
             .unwrap_or_default()
     }
 
+    /// Each distinct URL of a cluster once, in member order (survivor first).
     fn cluster_urls(&self, survivor: u64) -> Vec<String> {
-        let mut urls: Vec<String> = Vec::new();
-        for h in self.ordered_members(survivor) {
-            if let Some(u) = &self.meta[&h].url {
-                if !urls.iter().any(|x| x.as_str() == &**u) {
-                    urls.push(u.to_string());
-                }
-            }
-        }
-        urls
+        let mut seen: FastSet<&str> = FastSet::default();
+        self.ordered_members(survivor)
+            .into_iter()
+            .filter_map(|h| self.meta[&h].url.as_deref())
+            .filter(|u| seen.insert(u))
+            .map(str::to_owned)
+            .collect()
     }
 
     /// Members of a cluster: survivor first, then by (first seen, id).
@@ -1450,8 +1449,7 @@ impl<S: Store> Deduper<S> {
             };
             let mut scored: Scored = ok.iter().chain(&failed).copied().collect();
             scored.sort_unstable_by_key(|&(h, _)| h);
-            let mut tried: std::collections::HashSet<u64, foldhash::fast::RandomState> =
-                Default::default();
+            let mut tried: FastSet<u64> = Default::default();
             for &(h, s) in &ok {
                 let survivor = self.meta[&h].survivor;
                 if !tried.insert(survivor) {

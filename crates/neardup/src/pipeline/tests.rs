@@ -135,6 +135,28 @@ fn earliest_first_seen_survives_and_keeps_every_url() {
 }
 
 #[test]
+fn a_clusters_urls_are_listed_once_each_survivor_first() {
+    // The same URL crawled twice (and a third copy elsewhere): the cluster lists it once.
+    let mut d = memory();
+    let a = doc(4, 200);
+    let records = [
+        Record::new("b", edit(&a, 1))
+            .with_url("https://x.example/p")
+            .with_first_seen(t("2026-02-01T00:00:00Z")),
+        Record::new("c", edit(&a, 2))
+            .with_url("https://x.example/p")
+            .with_first_seen(t("2026-03-01T00:00:00Z")),
+        Record::new("a", a.clone())
+            .with_url("https://y.example/q")
+            .with_first_seen(t("2026-01-01T00:00:00Z")),
+    ];
+    d.process(&records, t(NOW)).unwrap();
+    let c = d.cluster_of("c").unwrap();
+    assert_eq!(c.members.len(), 3);
+    assert_eq!(c.source_urls, ["https://y.example/q", "https://x.example/p"]);
+}
+
+#[test]
 fn the_merge_log_names_each_url_of_a_cluster_once() {
     // A big cluster (near copies of one page under many URLs, as a crawl's soft-404 pages
     // are): each entry lists the URL its merge brought, so the log grows with the cluster,
