@@ -153,7 +153,10 @@ fn a_clusters_urls_are_listed_once_each_survivor_first() {
     d.process(&records, t(NOW)).unwrap();
     let c = d.cluster_of("c").unwrap();
     assert_eq!(c.members.len(), 3);
-    assert_eq!(c.source_urls, ["https://y.example/q", "https://x.example/p"]);
+    assert_eq!(
+        c.source_urls,
+        ["https://y.example/q", "https://x.example/p"]
+    );
 }
 
 #[test]
