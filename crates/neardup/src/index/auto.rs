@@ -111,15 +111,6 @@ impl HammingIndex for AutoIndex {
         each!(&self.inner, index => index.get(id))
     }
 
-    fn query_into(
-        &self,
-        fingerprint: u64,
-        max_distance: u32,
-        out: &mut Vec<Match>,
-    ) -> Result<QueryStats, IndexError> {
-        each!(&self.inner, index => index.query_into(fingerprint, max_distance, out))
-    }
-
     fn query_nearest_into(
         &self,
         fingerprint: u64,

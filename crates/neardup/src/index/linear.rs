@@ -195,15 +195,6 @@ impl HammingIndex for LinearIndex {
         self.position.get(&id).map(|&at| self.fps[at])
     }
 
-    fn query_into(
-        &self,
-        fingerprint: u64,
-        max_distance: u32,
-        out: &mut Vec<Match>,
-    ) -> Result<QueryStats, IndexError> {
-        self.query_nearest_into(fingerprint, max_distance, usize::MAX, out)
-    }
-
     fn query_nearest_into(
         &self,
         fingerprint: u64,

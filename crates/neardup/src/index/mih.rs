@@ -198,15 +198,6 @@ impl MihIndex {
 impl HammingIndex for MihIndex {
     forward_to_tables!();
 
-    fn query_into(
-        &self,
-        fingerprint: u64,
-        max_distance: u32,
-        out: &mut Vec<Match>,
-    ) -> Result<QueryStats, IndexError> {
-        self.query_nearest_into(fingerprint, max_distance, usize::MAX, out)
-    }
-
     fn query_nearest_into(
         &self,
         fingerprint: u64,

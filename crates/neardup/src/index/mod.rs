@@ -191,13 +191,16 @@ pub trait HammingIndex {
         fingerprint: u64,
         max_distance: u32,
         out: &mut Vec<Match>,
-    ) -> Result<QueryStats, IndexError>;
+    ) -> Result<QueryStats, IndexError> {
+        self.query_nearest_into(fingerprint, max_distance, usize::MAX, out)
+    }
 
     /// The first `limit` matches of [`HammingIndex::query`]'s answer (the nearest, by
     /// (distance, id)) into `out`, cleared first: what a caller that verifies only the
     /// nearest candidates asks. The table indexes select them without sorting the rest, so
     /// a query next to a large group of near copies (thousands of matches) costs the scan
-    /// of that group, not a sort of it as well.
+    /// of that group, not a sort of it as well. Every query goes through here (`query` and
+    /// `query_into` ask for all matches).
     ///
     /// # Errors
     /// [`IndexError::MaxDistanceUnsupported`] when the layout cannot answer `max_distance`
@@ -208,11 +211,7 @@ pub trait HammingIndex {
         max_distance: u32,
         limit: usize,
         out: &mut Vec<Match>,
-    ) -> Result<QueryStats, IndexError> {
-        let stats = self.query_into(fingerprint, max_distance, out)?;
-        out.truncate(limit);
-        Ok(stats)
-    }
+    ) -> Result<QueryStats, IndexError>;
 
     /// Answers many queries at once: clears `out` and fills it with `(query position,
     /// match)`, sorted by position and then (distance, id). Table indexes overlap the
