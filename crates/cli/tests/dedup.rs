@@ -561,3 +561,113 @@ fn kept_lines_follow_the_input_order_over_many_render_chunks() {
     assert_eq!(kept.len(), expected.len());
     assert_eq!(kept, expected);
 }
+
+#[test]
+fn a_batch_run_killed_mid_way_leaves_a_store_that_a_rerun_completes() {
+    // Batch runs commit through a rollback journal (SqliteStore::open_bulk): a kill -9 can
+    // land mid-commit and leave a hot journal, which the next open must roll back. The
+    // rerun then completes the work: every record stored once, no record merged twice.
+    let dir = tempfile::tempdir().unwrap();
+    let n = 6000usize;
+    let mut input = String::new();
+    for i in 0..n {
+        // Pairs: record 2k+1 is record 2k with one word changed.
+        let mut text = prose(i / 2);
+        if i % 2 == 1 {
+            text.push_str(" amended");
+        }
+        input.push_str(&serde_json::json!({"id": format!("r{i}"), "body_text": text}).to_string());
+        input.push('\n');
+    }
+    std::fs::write(dir.path().join("in.jsonl"), input).unwrap();
+    let args = |out: &str| -> Vec<String> {
+        [
+            "dedup",
+            "--jsonl",
+            "in.jsonl",
+            "--out",
+            out,
+            "--store",
+            "s.db",
+            "--batch-size",
+            "64",
+            "--quiet",
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let mut child = Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(args("out1"))
+        .current_dir(dir.path())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kill it once a good part of the input is committed (the store's file grows with
+    // each commit), not before the first commit.
+    let db = dir.path().join("s.db");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let killed = loop {
+        if child.try_wait().unwrap().is_some() {
+            break false;
+        }
+        if std::fs::metadata(&db).is_ok_and(|m| m.len() > 600_000) {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            break true;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the run made no progress"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    assert!(
+        killed,
+        "the run finished before it could be killed: make the input larger"
+    );
+    let stored_before: i64 = rusqlite_count(&db);
+    assert!(
+        stored_before > 0 && (stored_before as usize) < n,
+        "{stored_before}"
+    );
+
+    let rerun = neardup(
+        dir.path(),
+        &args("out2").iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    assert_eq!(rerun.code, 0, "{}", rerun.stderr);
+    let r = report(&dir.path().join("out2"));
+    assert_eq!(r["accounting_balanced"], true);
+    assert_eq!(r["input_records"], n);
+    assert_eq!(r["store"]["records"], n);
+    assert_eq!(r["decisions"]["already_stored"], stored_before);
+    // Every record is kept or merged exactly once over both runs: the merge log names each
+    // merged record once, and the second run's outputs cover the whole input.
+    let merges = lines(&dir.path().join("out2/merges.jsonl"));
+    let mut merged: Vec<&str> = merges
+        .iter()
+        .map(|m| m["merged"].as_str().unwrap())
+        .collect();
+    let count = merged.len();
+    merged.sort_unstable();
+    merged.dedup();
+    assert_eq!(merged.len(), count, "a record was merged twice");
+    assert_eq!(
+        r["kept"].as_u64().unwrap() + r["merged"].as_u64().unwrap(),
+        n as u64
+    );
+    assert_eq!(r["merged"].as_u64().unwrap() as usize, count);
+    assert!(count >= n / 2 - 10, "the pairs were not merged: {count}");
+    let ok: String = rusqlite::Connection::open(&db)
+        .unwrap()
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(ok, "ok");
+}
+
+fn rusqlite_count(db: &Path) -> i64 {
+    rusqlite::Connection::open(db)
+        .unwrap()
+        .query_row("SELECT count(*) FROM records", [], |r| r.get(0))
+        .unwrap()
+}

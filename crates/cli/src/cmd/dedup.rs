@@ -207,6 +207,7 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
         &args.rule,
         expected,
         !args.no_language,
+        true,
     )
     .with_context(|| format!("opening store {}", args.store.display()))?;
     let show = !args.quiet && std::io::stderr().is_terminal();

@@ -34,18 +34,20 @@ pub fn open_deduper(
     rule: &RuleArgs,
     expected_records: u64,
 ) -> anyhow::Result<Deduper<Box<dyn Store>>> {
-    open_deduper_with(store, profile, rule, expected_records, true)
+    open_deduper_with(store, profile, rule, expected_records, true, false)
 }
 
-/// [`open_deduper`], choosing whether each record's language is detected.
+/// [`open_deduper`], choosing whether each record's language is detected and whether an
+/// SQLite store is opened for a batch load ([`SqliteStore::open_bulk`]).
 pub fn open_deduper_with(
     store: &Path,
     profile: &ProfileArgs,
     rule: &RuleArgs,
     expected_records: u64,
     detect_language: bool,
+    bulk: bool,
 ) -> anyhow::Result<Deduper<Box<dyn Store>>> {
-    let backend = open_backend(store)?;
+    let backend = open_backend(store, bulk)?;
     let deduper = Deduper::builder()
         .hasher(
             hasher_builder(profile)?
@@ -75,13 +77,18 @@ pub fn is_redis_url(store: &Path) -> bool {
 
 /// The backend `--store` names: `redis://host:port/db?prefix=P` (or `rediss://`,
 /// `redis+cluster://host:port,host:port/?prefix=P`) is a [`neardup::store::RedisStore`]
-/// shared by many processes; anything else is an SQLite file.
-pub fn open_backend(store: &Path) -> anyhow::Result<Box<dyn Store>> {
+/// shared by many processes; anything else is an SQLite file, opened with
+/// [`SqliteStore::open_bulk`] when `bulk` (a batch run).
+pub fn open_backend(store: &Path, bulk: bool) -> anyhow::Result<Box<dyn Store>> {
     if is_redis_url(store) {
         let url = store.to_str().expect("checked by is_redis_url");
         return Ok(Box::new(neardup::store::RedisStore::open(url)?));
     }
-    Ok(Box::new(SqliteStore::open(store)?))
+    Ok(Box::new(if bulk {
+        SqliteStore::open_bulk(store)?
+    } else {
+        SqliteStore::open(store)?
+    }))
 }
 
 /// Runs the chosen subcommand.

@@ -130,7 +130,7 @@ pub fn run_review(args: &ReviewArgs) -> anyhow::Result<ExitCode> {
     if !super::is_redis_url(&args.store) && !args.store.exists() {
         bail!("store {} does not exist", args.store.display());
     }
-    let store = super::open_backend(&args.store)?;
+    let store = super::open_backend(&args.store, false)?;
     let mut near: Vec<MergeLogEntry> = Vec::new();
     store.merges(&mut |m| {
         if m.rule == "simhash+jaccard" && (m.jaccard - args.threshold).abs() <= args.margin {

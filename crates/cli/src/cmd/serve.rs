@@ -249,6 +249,7 @@ fn open(args: &ServeArgs) -> anyhow::Result<Deduper<Box<dyn Store>>> {
         &args.rule,
         0,
         args.detect_language,
+        false,
     )
 }
 

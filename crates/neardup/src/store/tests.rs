@@ -232,6 +232,15 @@ macro_rules! conformance {
                 super::$name(&mut crate::store::SqliteStore::open(&path).unwrap());
             })*
         }
+        mod sqlite_bulk {
+            $(#[test] fn $name() {
+                let tmp = tempfile::tempdir().expect("temp dir");
+                let path = tmp.path().join("s.db");
+                let mut store = crate::store::SqliteStore::open_bulk(&path).unwrap();
+                assert!(store.is_bulk());
+                super::$name(&mut store);
+            })*
+        }
         #[cfg(feature = "redis")]
         mod redis {
             use crate::store::redis::test_server::{shared_server, unique_prefix};
@@ -299,6 +308,75 @@ fn sqlite_closes_with_everything_in_the_database_file() {
     std::fs::copy(&path, &copy).unwrap();
     let store = crate::store::SqliteStore::open(&copy).unwrap();
     assert_eq!(loaded(&store).len(), 40);
+}
+
+fn journal_mode(path: &std::path::Path) -> String {
+    rusqlite::Connection::open(path)
+        .unwrap()
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap()
+}
+
+#[test]
+fn sqlite_bulk_commits_reach_the_file_and_the_store_is_left_in_wal_mode() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let path = tmp.path().join("s.db");
+    let mut s = crate::store::SqliteStore::open_bulk(&path).unwrap();
+    assert!(s.is_bulk());
+    for h in 1..=30u64 {
+        let mut r = record(h, &format!("r{h}"), h);
+        r.shingles = (0..2000).map(|i| i * 7 + h as u32).collect();
+        s.commit(&Batch {
+            records: vec![r],
+            ..Batch::default()
+        })
+        .unwrap();
+    }
+    // Committed means in the database file, with no WAL to replay: a copy of the file
+    // alone, taken while the store is open, holds every record.
+    assert!(!tmp.path().join("s.db-wal").exists());
+    let copy = tmp.path().join("copy.db");
+    std::fs::copy(&path, &copy).unwrap();
+    let in_file: i64 = rusqlite::Connection::open(&copy)
+        .unwrap()
+        .query_row("SELECT count(*) FROM records", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(in_file, 30);
+    assert_eq!(s.shingles(17).unwrap().map(|v| v.len()), Some(2000));
+    drop(s);
+    assert_eq!(journal_mode(&path), "wal");
+    let again = crate::store::SqliteStore::open(&path).unwrap();
+    assert_eq!(loaded(&again).len(), 30);
+}
+
+#[test]
+fn sqlite_bulk_stays_in_wal_mode_while_another_connection_has_the_store() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let path = tmp.path().join("s.db");
+    let mut first = crate::store::SqliteStore::open(&path).unwrap();
+    first
+        .commit(&Batch {
+            records: vec![record(1, "a", 1)],
+            ..Batch::default()
+        })
+        .unwrap();
+    let started = std::time::Instant::now();
+    let mut second = crate::store::SqliteStore::open_bulk(&path).unwrap();
+    assert!(!second.is_bulk());
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    assert_eq!(journal_mode(&path), "wal");
+    second
+        .commit(&Batch {
+            records: vec![record(2, "b", 2)],
+            ..Batch::default()
+        })
+        .unwrap();
+    let mut seen = Vec::new();
+    first
+        .sync(&mut |b| seen.extend(b.records.iter().map(|r| r.record.id.clone())))
+        .unwrap();
+    assert_eq!(seen, ["b"]);
+    assert_eq!(loaded(&first).len(), 2);
 }
 
 #[test]
