@@ -554,7 +554,7 @@ impl SimHasher {
     }
 
     /// Fills `scratch.tokens` and `scratch.field` with the token and shingle hashes of one
-    /// field (in order) and appends its token hashes to `scratch.all_tokens`.
+    /// field (in order).
     fn field_shingles(&self, text: &str, scratch: &mut Scratch) {
         scratch.field.clear();
         self.field_tokens(text, scratch);
@@ -584,7 +584,6 @@ impl SimHasher {
                 }
             }
         }
-        scratch.all_tokens.extend_from_slice(&scratch.tokens);
     }
 
     /// The language of a record whose longest field is `text`, with token hashes `tokens`.
@@ -666,6 +665,11 @@ impl SimHasher {
                 scratch.all_tokens.push(FIELD_SEPARATOR);
             }
             self.field_shingles(field.text, scratch);
+            // The record's tokens, for its content hash and word count. Only here: sets
+            // made for boilerplate learning reuse one scratch for many pages, and appending
+            // there grew this buffer without end (a tenth of the learning pass's CPU went
+            // to reallocating it).
+            scratch.all_tokens.extend_from_slice(&scratch.tokens);
             if self.detect_language && !self.stopwords && Some(i) == longest {
                 scratch.language = self.language_of(field.text, &scratch.tokens);
             }

@@ -381,3 +381,30 @@ proptest! {
         prop_assert_eq!(fp(&ascii), fp(&unicode));
     }
 }
+
+#[test]
+fn one_scratch_serves_many_shingle_sets_and_analyses_without_growing() {
+    // Boilerplate learning makes thousands of sets with one scratch per thread: nothing of
+    // one text may stay behind for the next (a record's token buffer once grew without end
+    // there), and an analysis after sets is that of a fresh scratch.
+    let h = hasher();
+    let mut scratch = Scratch::default();
+    let doc = random_doc(7, 400, 300);
+    for i in 0..200 {
+        let set = h.shingle_set_with(&random_doc(i, 400, 300), &mut scratch);
+        assert!(!set.is_empty());
+        assert!(
+            scratch.all_tokens.capacity() < 4 * 400,
+            "{} tokens kept after {} sets",
+            scratch.all_tokens.len(),
+            i + 1
+        );
+    }
+    let fields = [Field::weighted(&doc, 1)];
+    let reused = h.analyze(&fields, None, &mut scratch).unwrap();
+    let fresh = h.analyze(&fields, None, &mut Scratch::default()).unwrap();
+    assert_eq!(reused.fingerprint, fresh.fingerprint);
+    assert_eq!(reused.content_hash, fresh.content_hash);
+    assert_eq!(reused.token_count, 400);
+    assert_eq!(reused.shingles, fresh.shingles);
+}
