@@ -996,7 +996,11 @@ impl RunState {
         let mut released = std::mem::take(&mut maps.released);
         let maps = &maps;
         let kept_path = dir.join("kept.jsonl");
-        let kept = std::thread::scope(|scope| -> anyhow::Result<u64> {
+        let run_ids = &self.run_ids;
+        let (kept, merged) = std::thread::scope(|scope| -> anyhow::Result<(u64, u64)> {
+            // clusters.jsonl needs only the deduper: it is written meanwhile, on a thread of
+            // its own (kept.jsonl's writer spends its time in the kernel, copying).
+            let clusters = scope.spawn(|| write_clusters(&dir, run_ids, deduper));
             type Rendered = (Vec<input::LineBytes>, Vec<Option<KeptLine>>);
             let (tx, rx) = std::sync::mpsc::sync_channel::<Rendered>(1);
             let kept_out = &mut kept_out;
@@ -1038,42 +1042,56 @@ impl RunState {
             drop(tx);
             let kept = writer
                 .join()
-                .expect("the kept.jsonl writer does not panic")?;
-            read?;
-            Ok(kept)
-        })
-        .with_context(|| format!("writing {} from its spool", kept_path.display()))?;
+                .expect("the kept.jsonl writer does not panic")
+                .with_context(|| format!("writing {} from its spool", kept_path.display()))?;
+            read.with_context(|| format!("writing {} from its spool", kept_path.display()))?;
+            let merged = clusters
+                .join()
+                .expect("the clusters.jsonl writer does not panic")
+                .with_context(|| format!("writing {}", dir.join("clusters.jsonl").display()))?;
+            Ok((kept, merged))
+        })?;
         kept_out.flush()?;
-        let mut clusters_out =
-            BufWriter::with_capacity(OUTPUT_BUFFER, File::create(dir.join("clusters.jsonl"))?);
-        let mut seen: HashSet<&str> = HashSet::new();
-        let mut order: Vec<&str> = Vec::new();
-        let mut merged = 0u64;
-        // Each run record's survivor (cheap), then one view per cluster of two or more.
-        for id in &self.run_ids {
-            let Some((survivor, size)) = deduper.survivor_of(id) else {
-                continue;
-            };
-            if survivor != id {
-                merged += 1;
-            }
-            if size >= 2 && seen.insert(survivor) {
-                order.push(survivor);
-            }
-        }
-        let views: Vec<Option<neardup::pipeline::ClusterView>> =
-            order.par_iter().map(|s| deduper.cluster_of(s)).collect();
-        for (n, c) in views.iter().flatten().enumerate() {
-            serde_json::to_writer(
-                &mut clusters_out,
-                &json!({"cluster": n + 1, "survivor": c.survivor, "members": c.members,
-                        "source_urls": c.source_urls, "first_seen": c.first_seen.to_rfc3339()}),
-            )?;
-            clusters_out.write_all(b"\n")?;
-        }
-        clusters_out.flush()?;
         Ok((kept, merged))
     }
+}
+
+/// Writes clusters.jsonl: one line per cluster of two or more that this run's records are
+/// in, in the order of their first record; answers how many of the run's records were merged.
+fn write_clusters(
+    dir: &Path,
+    run_ids: &[String],
+    deduper: &Deduper<Box<dyn Store>>,
+) -> anyhow::Result<u64> {
+    let mut clusters_out =
+        BufWriter::with_capacity(OUTPUT_BUFFER, File::create(dir.join("clusters.jsonl"))?);
+    let mut seen: HashSet<&str> = HashSet::new();
+    let mut order: Vec<&str> = Vec::new();
+    let mut merged = 0u64;
+    // Each run record's survivor (cheap), then one view per cluster of two or more.
+    for id in run_ids {
+        let Some((survivor, size)) = deduper.survivor_of(id) else {
+            continue;
+        };
+        if survivor != id {
+            merged += 1;
+        }
+        if size >= 2 && seen.insert(survivor) {
+            order.push(survivor);
+        }
+    }
+    let views: Vec<Option<neardup::pipeline::ClusterView>> =
+        order.par_iter().map(|s| deduper.cluster_of(s)).collect();
+    for (n, c) in views.iter().flatten().enumerate() {
+        serde_json::to_writer(
+            &mut clusters_out,
+            &json!({"cluster": n + 1, "survivor": c.survivor, "members": c.members,
+                    "source_urls": c.source_urls, "first_seen": c.first_seen.to_rfc3339()}),
+        )?;
+        clusters_out.write_all(b"\n")?;
+    }
+    clusters_out.flush()?;
+    Ok(merged)
 }
 
 #[cfg(test)]
