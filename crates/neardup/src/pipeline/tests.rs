@@ -904,3 +904,52 @@ fn complete_linkage_holds_for_every_pair_with_displaced_survivors() {
         assert!(pairs > 100, "seed {seed}: the clusters hold {pairs} pairs");
     }
 }
+
+#[test]
+fn a_hosts_boilerplate_is_left_out_of_copies_of_its_pages_on_other_hosts() {
+    // A licence paragraph on every page of one host is its furniture. A copy of one of its
+    // pages on a small host that learned nothing carries the paragraph too: left out of
+    // the page but not of the copy, the two would differ by all of it.
+    let licence = doc(4242, 80);
+    let page = |body: &str| format!("{licence} {body}");
+    let mut d = Deduper::builder()
+        .rule(Rule {
+            min_words: 10,
+            ..Rule::default()
+        })
+        .open(MemoryStore::new())
+        .unwrap();
+    let h = d.hasher().clone();
+    let mut learner = crate::text::BoilerplateLearner::new(0.05, 20, 1000);
+    for i in 0..30 {
+        learner.add_page("big.example", &h.shingle_set(&page(&doc(300 + i, 60))));
+    }
+    d.learn_boilerplate(learner.finish()).unwrap();
+    assert!(d
+        .boilerplate_of("big.example")
+        .is_some_and(|b| b.len() > 50));
+    assert!(d.boilerplate_of("small.example").is_none());
+    let body = doc(77, 300);
+    let original = Record::new("original", page(&body)).with_url("https://big.example/a");
+    let copy = Record::new("copy", page(&edit(&body, 2))).with_url("https://small.example/a");
+    let same = Record::new("same", page(&body).to_uppercase()).with_url("https://small.example/b");
+    let a = d.analyzer();
+    let fps: Vec<_> = a
+        .prepare(&[original.clone(), same.clone()])
+        .iter()
+        .map(PreparedRecord::fingerprint)
+        .collect();
+    assert_eq!(fps[0], fps[1], "one text, one fingerprint, wherever it is");
+    let out = d.process(&[original, copy], t(NOW)).unwrap();
+    // The copy's id sorts first, so it joins the original's cluster as its survivor.
+    let Decision::Kept {
+        joined: Some((_, scores, with)),
+        ..
+    } = &out[1].decision
+    else {
+        panic!("{:?}", out[1].decision);
+    };
+    assert_eq!(with, "original");
+    assert!(scores.jaccard > 0.9 && scores.distance <= 8, "{scores:?}");
+    assert!(out[1].boilerplate_removed > 50);
+}

@@ -35,6 +35,12 @@ pub(crate) type ShingleSet = HashSet<u64, BuildHasherDefault<IdentityHasher>>;
 #[derive(Debug, Clone, Default)]
 pub struct Boilerplate {
     shingles: ShingleSet,
+    /// One bit per value of a shingle's top bits, set where a boilerplate shingle has them:
+    /// most shingles of a record are not boilerplate, and the bit (the filter fits in the
+    /// first-level cache) answers for them without a probe of the set.
+    filter: Vec<u64>,
+    /// How far a shingle is shifted right to index `filter`.
+    shift: u32,
 }
 
 impl Boilerplate {
@@ -46,15 +52,32 @@ impl Boilerplate {
     /// Builds the set from shingle hashes (as returned by
     /// [`SimHasher::shingle_set`](crate::SimHasher::shingle_set)).
     pub fn from_hashes(hashes: impl IntoIterator<Item = u64>) -> Self {
+        let shingles: ShingleSet = hashes.into_iter().collect();
+        // About 16 filter bits per shingle (a 6% chance that a bit set by one answers for
+        // another shingle), 512 bytes to 4 MiB.
+        let bits = (shingles.len() * 16)
+            .next_power_of_two()
+            .clamp(1 << 12, 1 << 25);
+        let shift = 64 - bits.trailing_zeros();
+        let mut filter = vec![0u64; bits / 64];
+        for &h in &shingles {
+            let b = (h >> shift) as usize;
+            filter[b / 64] |= 1 << (b % 64);
+        }
         Boilerplate {
-            shingles: hashes.into_iter().collect(),
+            shingles,
+            filter,
+            shift,
         }
     }
 
     /// Whether `shingle` is boilerplate.
     #[inline]
     pub fn contains(&self, shingle: u64) -> bool {
-        self.shingles.contains(&shingle)
+        let Some(&word) = self.filter.get((shingle >> self.shift) as usize / 64) else {
+            return false; // the empty set
+        };
+        word & (1 << ((shingle >> self.shift) % 64)) != 0 && self.shingles.contains(&shingle)
     }
 
     /// The number of boilerplate shingles.
@@ -75,7 +98,7 @@ impl Boilerplate {
     /// Removes the boilerplate shingles from `shingles`, keeping the order of the rest.
     pub fn retain_content(&self, shingles: &mut Vec<u64>) {
         if !self.shingles.is_empty() {
-            shingles.retain(|h| !self.shingles.contains(h));
+            shingles.retain(|&h| !self.contains(h));
         }
     }
 }
