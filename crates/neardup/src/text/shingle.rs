@@ -87,34 +87,29 @@ pub(crate) fn ascii_token_hashes(text: &[u8], out: &mut Vec<u64>) {
         &mut heap
     };
     word_bitmap(text, mask);
-    let mut pos = 0;
-    while let Some(start) = next_bit(mask, pos, n, false) {
-        let end = next_bit(mask, start, n, true).unwrap_or(n);
-        out.push(ascii_token_hash_at(text, start, end));
-        pos = end;
-    }
-}
-
-/// The first position at or after `from` (below `n`) whose bit is set (`zero == false`) or
-/// clear (`zero == true`).
-#[inline(always)]
-fn next_bit(mask: &[u64], from: usize, n: usize, zero: bool) -> Option<usize> {
-    if from >= n {
-        return None;
-    }
-    let flip = if zero { u64::MAX } else { 0 };
-    let mut k = from / 64;
-    let mut w = (mask[k] ^ flip) >> (from % 64) << (from % 64);
-    loop {
-        if w != 0 {
-            let p = k * 64 + w.trailing_zeros() as usize;
-            return (p < n).then_some(p);
+    // At most one token per two bytes: no growth inside the loop.
+    out.reserve(n / 2 + 1);
+    // Tokens start and end where the bitmap changes: walk its transitions in order, each
+    // word's found by one XOR with itself shifted by a byte, alternately a start and an end.
+    let mut carry = 0u64;
+    let mut start = 0usize;
+    let mut inside = false;
+    for (k, &w) in mask.iter().enumerate() {
+        let mut changes = w ^ ((w << 1) | carry);
+        carry = w >> 63;
+        while changes != 0 {
+            let p = k * 64 + changes.trailing_zeros() as usize;
+            changes &= changes - 1;
+            if inside {
+                out.push(ascii_token_hash_at(text, start, p));
+            } else {
+                start = p;
+            }
+            inside = !inside;
         }
-        k += 1;
-        if k == mask.len() {
-            return None;
-        }
-        w = mask[k] ^ flip;
+    }
+    if inside {
+        out.push(ascii_token_hash_at(text, start, n));
     }
 }
 
@@ -349,6 +344,24 @@ mod tests {
                 slow.push(token_hash(tok.as_bytes()))
             });
             assert_eq!(fast, slow, "prefix of {cut} bytes");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn fast_tokenizer_matches_byte_loop_on_any_ascii(
+            bytes in proptest::collection::vec(proptest::sample::select(b"aZ9_ -.\n".to_vec()), 0..700),
+            long in 0usize..200,
+        ) {
+            // Runs of word bytes up to hundreds long: tokens spanning whole bitmap words.
+            let mut t = bytes;
+            t.splice(t.len() / 2..t.len() / 2, std::iter::repeat_n(b'q', long));
+            let mut fast = Vec::new();
+            ascii_token_hashes(&t, &mut fast);
+            let mut slow = Vec::new();
+            let s = std::str::from_utf8(&t).unwrap().to_ascii_lowercase();
+            for_each_token(&s, TokenRule::Unicode, |tok| slow.push(token_hash(tok.as_bytes())));
+            proptest::prop_assert_eq!(fast, slow);
         }
     }
 
