@@ -13,7 +13,9 @@
 # Records are {"id","url","body_text"}; URLs put each package's docs and each language's man
 # pages on one host, so the default boilerplate pass runs as it would on a crawl.
 # The labelled sample is whole families (a real document and all its variants) chosen by
-# hash, about 1/SAMPLE_EVERY of the corpus.
+# hash, about 1/SAMPLE_EVERY of the corpus. Every system is scored against Jaccard of the plain
+# shingle sets; neardup's run is also scored against the issue's own truth, Jaccard once the
+# boilerplate its store learned is left out.
 #
 # Usage: GB=1 scripts/bench_dedup.sh
 #   first run builds the corpus (about 5-8 minutes on 2 cores: rendering ~21k man pages);

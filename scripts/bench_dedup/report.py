@@ -79,6 +79,11 @@ print()
 print("(neardup's P/R/F1: its clusters from the full 1 GB run restricted to the labelled sample's "
       "pairs; the peers ran on the labelled sample alone; throughput of the peers is measured "
       "on the same sample file, one thread each, end to end from JSONL)")
+after_bp = next((n for n in quality if n.endswith("(truth after its boilerplate)")), None)
+if after_bp:
+    r = quality[after_bp]
+    print(f"neardup dedup with the issue's truth (Jaccard after its boilerplate removal, "
+          f"{r['truth_pairs']} pairs): {q(after_bp)}")
 if "neardup library, Rule::default()" in quality:
     print(f"neardup library Deduper on the sample alone: {q('neardup library, Rule::default()')}")
 print()
