@@ -1,5 +1,7 @@
 //! The embedded default store: SQLite (bundled), in WAL mode with full synchronisation, so
-//! a batch is durable once `commit` returns and a crash leaves the last committed state.
+//! a batch is durable once `commit` returns and a crash leaves the last committed state. A
+//! batch run that has the store to itself commits through a rollback journal instead
+//! ([`SqliteStore::open_bulk`]), just as durable, writing each new page once.
 //! Users can read the merge log with `sqlite3 neardup.db 'select * from merges'`.
 
 use std::path::{Path, PathBuf};
