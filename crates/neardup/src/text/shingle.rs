@@ -76,16 +76,29 @@ pub(crate) fn ascii_token_hashes(text: &[u8], out: &mut Vec<u64>) {
     if n == 0 {
         return;
     }
-    // One bit per byte; a small document needs a few words on the stack.
-    let mut stack = [0u64; 64];
-    let mut heap = Vec::new();
+    // One bit per byte; a small document needs a few words on the stack, a larger one
+    // this thread's buffer (a fresh zeroed allocation per document cost more than the
+    // bitmap itself).
+    thread_local! {
+        static MASK: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
     let words = n.div_ceil(64);
-    let mask: &mut [u64] = if words <= stack.len() {
-        &mut stack[..words]
+    if words <= 64 {
+        let mut stack = [0u64; 64];
+        tokens_of(text, &mut stack[..words], out);
     } else {
-        heap.resize(words, 0);
-        &mut heap
-    };
+        MASK.with_borrow_mut(|mask| {
+            mask.clear();
+            mask.resize(words, 0);
+            tokens_of(text, mask, out);
+        });
+    }
+}
+
+/// [`ascii_token_hashes`] with a zeroed bitmap of one bit per byte of `text`.
+#[inline(always)]
+fn tokens_of(text: &[u8], mask: &mut [u64], out: &mut Vec<u64>) {
+    let n = text.len();
     word_bitmap(text, mask);
     // At most one token per two bytes: no growth inside the loop.
     out.reserve(n / 2 + 1);
@@ -362,6 +375,23 @@ mod tests {
             let s = std::str::from_utf8(&t).unwrap().to_ascii_lowercase();
             for_each_token(&s, TokenRule::Unicode, |tok| slow.push(token_hash(tok.as_bytes())));
             proptest::prop_assert_eq!(fast, slow);
+        }
+    }
+
+    #[test]
+    fn long_texts_reuse_the_threads_bitmap_cleanly() {
+        // Past 4 KiB the bitmap is this thread's buffer: a long text, then a shorter one
+        // that must not see the first one's bits.
+        let long: String = (0..6000).map(|i| format!("w{} ", i % 977)).collect();
+        let short: String = "Zz ".repeat(1500) + &"-".repeat(3000);
+        for t in [&long, &short, &long[..5000], &short] {
+            let mut fast = Vec::new();
+            ascii_token_hashes(t.as_bytes(), &mut fast);
+            let mut slow = Vec::new();
+            for_each_token(&t.to_ascii_lowercase(), TokenRule::Unicode, |tok| {
+                slow.push(token_hash(tok.as_bytes()))
+            });
+            assert_eq!(fast, slow);
         }
     }
 
