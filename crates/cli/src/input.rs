@@ -676,10 +676,17 @@ impl Item {
 /// A JSON object's members as read: keys (borrowed unless escaped) and unparsed values, in
 /// order. Parsing only what a record needs, instead of building a `serde_json::Value` of the
 /// whole line and serialising it again for kept.jsonl, roughly halves the cost of a record.
-struct Members<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
+struct Members<'a>(Vec<(Cow<'a, str>, &'a str)>);
 
 impl<'a> Members<'a> {
     fn parse(line: &'a str) -> Result<Members<'a>, String> {
+        if let Some(members) = Self::scan(line.as_bytes()) {
+            return Ok(members);
+        }
+        Self::parse_with_serde(line)
+    }
+
+    fn parse_with_serde(line: &'a str) -> Result<Members<'a>, String> {
         use serde::de::{Deserializer as _, MapAccess, Visitor};
         struct Object;
         impl<'de> Visitor<'de> for Object {
@@ -690,7 +697,8 @@ impl<'a> Members<'a> {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members<'de>, A::Error> {
                 let mut members = Vec::new();
                 while let Some(CowStr(key)) = map.next_key()? {
-                    members.push((key, map.next_value()?));
+                    let value: &'de RawValue = map.next_value()?;
+                    members.push((key, value.get()));
                 }
                 Ok(Members(members))
             }
@@ -704,8 +712,72 @@ impl<'a> Members<'a> {
         Ok(members)
     }
 
+    /// The members of a flat object (strings, numbers, booleans and nulls) of valid JSON,
+    /// read without a parser: serde_json reads a string byte by byte, and a record's text
+    /// is kilobytes long; here its closing quote is found by a vectorised search, and its
+    /// contents are checked for what JSON forbids in a string (control characters, unknown
+    /// escapes) in one pass. `None` for anything else (nested values, escaped keys, any
+    /// invalid JSON), which the parser then reads, or rejects with its message: the
+    /// property tests hold the two to the same answers.
+    fn scan(bytes: &'a [u8]) -> Option<Members<'a>> {
+        let ws = |mut i: usize| {
+            while i < bytes.len() && matches!(bytes[i], b' ' | b'\t' | b'\n' | b'\r') {
+                i += 1;
+            }
+            i
+        };
+        // `bytes` is a `str`, and every boundary below is at an ASCII byte.
+        let text = |a: usize, b: usize| std::str::from_utf8(&bytes[a..b]).ok();
+        let mut members = Vec::new();
+        let mut i = ws(0);
+        if bytes.get(i) != Some(&b'{') {
+            return None;
+        }
+        i = ws(i + 1);
+        if bytes.get(i) == Some(&b'}') {
+            return (ws(i + 1) == bytes.len()).then_some(Members(members));
+        }
+        loop {
+            if bytes.get(i) != Some(&b'"') {
+                return None;
+            }
+            let key_end = string_end(bytes, i)?;
+            let key_start = i + 1;
+            let key = &bytes[key_start..key_end - 1];
+            if key.iter().any(|&b| b == b'\\' || b < 0x20) {
+                return None;
+            }
+            i = ws(key_end);
+            if bytes.get(i) != Some(&b':') {
+                return None;
+            }
+            let start = ws(i + 1);
+            let end = match bytes.get(start)? {
+                b'"' => {
+                    let end = string_end(bytes, start)?;
+                    valid_string_contents(&bytes[start + 1..end - 1]).then_some(end)?
+                }
+                b't' => literal(bytes, start, b"true")?,
+                b'f' => literal(bytes, start, b"false")?,
+                b'n' => literal(bytes, start, b"null")?,
+                b'-' | b'0'..=b'9' => number_end(bytes, start)?,
+                _ => return None,
+            };
+            members.push((
+                Cow::Borrowed(text(key_start, key_end - 1)?),
+                text(start, end)?,
+            ));
+            i = ws(end);
+            match bytes.get(i)? {
+                b',' => i = ws(i + 1),
+                b'}' => return (ws(i + 1) == bytes.len()).then_some(Members(members)),
+                _ => return None,
+            }
+        }
+    }
+
     /// The value of `field` (the last one, when a key repeats, as JSON parsers do).
-    fn get(&self, field: &str) -> Option<&'a RawValue> {
+    fn get(&self, field: &str) -> Option<&'a str> {
         self.0
             .iter()
             .rev()
@@ -721,7 +793,7 @@ impl<'a> Members<'a> {
         match kind(raw) {
             "null" => Ok(None),
             "a string" => {
-                let s = unescape(raw.get()).map_err(|e| format!("field {field:?}: {e}"))?;
+                let s = unescape(raw).map_err(|e| format!("field {field:?}: {e}"))?;
                 Ok((!s.trim().is_empty()).then(|| s.into_owned()))
             }
             other => Err(format!("field {field:?} must be a string, not {other}")),
@@ -852,7 +924,7 @@ fn parse_json_record(
             None => origin.line.map_or_else(String::new, |l| l.to_string()),
             Some(raw) => match kind(raw) {
                 "null" => origin.line.map_or_else(String::new, |l| l.to_string()),
-                "a number" => serde_json::from_str::<serde_json::Number>(raw.get())
+                "a number" => serde_json::from_str::<serde_json::Number>(raw)
                     .map_err(|e| reject(format!("field {:?}: {e}", args.id_field)))?
                     .to_string(),
                 "a string" => match obj.string(&args.id_field).map_err(reject)? {
@@ -920,9 +992,90 @@ fn parse_json_record(
     })
 }
 
+/// The end (after its closing quote) of the JSON string whose opening quote is at
+/// `bytes[start]`: the first quote not escaped (after an even run of backslashes).
+fn string_end(bytes: &[u8], start: usize) -> Option<usize> {
+    let mut j = start + 1;
+    loop {
+        j += memchr::memchr(b'"', &bytes[j..])?;
+        let backslashes = bytes[start + 1..j]
+            .iter()
+            .rev()
+            .take_while(|&&b| b == b'\\')
+            .count();
+        if backslashes % 2 == 0 {
+            return Some(j + 1);
+        }
+        j += 1;
+    }
+}
+
+/// Whether a string's contents (between its quotes) are valid JSON: no control character,
+/// and every backslash one of JSON's escapes (`\u` with four hex digits).
+fn valid_string_contents(contents: &[u8]) -> bool {
+    // No early exit: the comparison runs over whole vectors.
+    if contents.iter().fold(false, |any, &b| any | (b < 0x20)) {
+        return false;
+    }
+    let mut at = 0;
+    while let Some(k) = memchr::memchr(b'\\', &contents[at..]) {
+        let b = at + k;
+        match contents.get(b + 1) {
+            Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => at = b + 2,
+            Some(b'u') => {
+                let hex = contents.get(b + 2..b + 6);
+                if !hex.is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit)) {
+                    return false;
+                }
+                at = b + 6;
+            }
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// The end of the literal `word` at `bytes[start]`, if it is there.
+fn literal(bytes: &[u8], start: usize, word: &[u8]) -> Option<usize> {
+    bytes[start..]
+        .starts_with(word)
+        .then_some(start + word.len())
+}
+
+/// The end of the JSON number at `bytes[start]`: `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`.
+fn number_end(bytes: &[u8], start: usize) -> Option<usize> {
+    let digits = |mut i: usize| {
+        let from = i;
+        while bytes.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+        (i > from).then_some(i)
+    };
+    let mut i = start;
+    if bytes.get(i) == Some(&b'-') {
+        i += 1;
+    }
+    i = match bytes.get(i)? {
+        b'0' => i + 1,
+        b'1'..=b'9' => digits(i)?,
+        _ => return None,
+    };
+    if bytes.get(i) == Some(&b'.') {
+        i = digits(i + 1)?;
+    }
+    if matches!(bytes.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(bytes.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        i = digits(i)?;
+    }
+    Some(i)
+}
+
 /// What kind of JSON value `raw` is (its first character tells; it is valid JSON).
-fn kind(raw: &RawValue) -> &'static str {
-    match raw.get().trim_start().as_bytes().first() {
+fn kind(raw: &str) -> &'static str {
+    match raw.trim_start().as_bytes().first() {
         Some(b'n') => "null",
         Some(b't' | b'f') => "a boolean",
         Some(b'"') => "a string",
@@ -1114,6 +1267,123 @@ mod tests {
             prop_assert_eq!(unescape(&raw).unwrap(), s.as_str());
             let escaped = all_escaped(&s);
             prop_assert_eq!(unescape(&escaped).unwrap(), s.as_str());
+        }
+    }
+
+    /// Pieces of JSON lines, valid and not: members are joined from them at random.
+    fn json_piece() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just("\"id\"".to_owned()),
+            Just("\"body_text\"".to_owned()),
+            Just("\"k\\u0041y\"".to_owned()),
+            Just(":".to_owned()),
+            Just(",".to_owned()),
+            Just(" ".to_owned()),
+            Just("\n\t\r".to_owned()),
+            Just("{".to_owned()),
+            Just("}".to_owned()),
+            Just("[1, \"a\"]".to_owned()),
+            Just("true".to_owned()),
+            Just("fals".to_owned()),
+            Just("null".to_owned()),
+            Just("nullx".to_owned()),
+            "-?(0|[1-9][0-9]{0,3}|0[0-9])(\\.[0-9]{0,2})?([eE][+-]?[0-9]{0,2})?",
+            // Strings with escapes good and bad, control characters, quotes, non-ASCII.
+            proptest::collection::vec(
+                prop_oneof![
+                    Just("a b".to_owned()),
+                    Just("\\n".to_owned()),
+                    Just("\\\"".to_owned()),
+                    Just("\\\\".to_owned()),
+                    Just("\\u00e9".to_owned()),
+                    Just("\\ud83d\\ude00".to_owned()),
+                    Just("\\ud800".to_owned()),
+                    Just("\\u12g4".to_owned()),
+                    Just("\\x".to_owned()),
+                    Just("\\".to_owned()),
+                    Just("\u{1}".to_owned()),
+                    Just("\t".to_owned()),
+                    Just("é😀".to_owned()),
+                    Just("\u{7f}".to_owned()),
+                ],
+                0..6
+            )
+            .prop_map(|parts| format!("\"{}\"", parts.concat())),
+        ]
+    }
+
+    /// Mostly well-formed flat objects, with a piece of anything swapped in now and then.
+    fn json_line() -> impl Strategy<Value = String> {
+        (
+            proptest::collection::vec((json_piece(), json_piece()), 0..5),
+            proptest::collection::vec(json_piece(), 0..3),
+            any::<u8>(),
+        )
+            .prop_map(|(members, noise, how)| {
+                let body: Vec<String> = members
+                    .iter()
+                    .map(|(k, v)| {
+                        let key = if k.starts_with('"') {
+                            k.clone()
+                        } else {
+                            "\"x\"".into()
+                        };
+                        format!("{key}:{v}")
+                    })
+                    .collect();
+                let mut line = format!(" {{{}}} ", body.join(","));
+                match how % 4 {
+                    0 => line.insert_str(line.len() / 2, &noise.concat()),
+                    1 => line.push_str(&noise.concat()),
+                    _ => {}
+                }
+                line
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        #[test]
+        fn the_flat_object_scan_reads_what_the_parser_reads(line in json_line()) {
+            let parsed = Members::parse_with_serde(&line);
+            match Members::scan(line.as_bytes()) {
+                Some(scanned) => {
+                    let parsed = parsed.map_err(|e| TestCaseError::fail(format!("scan read {line:?}, parser: {e}")))?;
+                    prop_assert_eq!(scanned.0, parsed.0, "{}", line);
+                }
+                None => {
+                    // Anything the scan leaves is the parser's: nested values and escaped
+                    // keys are valid, the rest must be errors.
+                    if let Ok(parsed) = parsed {
+                        let nested_or_escaped = parsed.0.iter().any(|(k, v)| {
+                            matches!(k, Cow::Owned(_)) || v.starts_with('[') || v.starts_with('{')
+                        }) || line.contains("\\u0041y");
+                        prop_assert!(nested_or_escaped, "the scan refused valid {:?}", line);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_flat_object_scan_takes_records_and_refuses_what_is_not_json() {
+        let line = r#"{"id": "a1", "n": -1.5e3, "ok": true, "none": null, "body_text": "x\ny \"q\" \u00e9"}"#;
+        let m = Members::scan(line.as_bytes()).expect("a flat object");
+        assert_eq!(m.get("n"), Some("-1.5e3"));
+        assert_eq!(m.get("body_text"), Some(r#""x\ny \"q\" \u00e9""#));
+        assert_eq!(m.0, Members::parse_with_serde(line).unwrap().0);
+        for bad in [
+            r#"{"a": "tab	inside"}"#,
+            r#"{"a": "\x"}"#,
+            r#"{"a": 01}"#,
+            r#"{"a": 1,}"#,
+            r#"{"a": 1} x"#,
+            r#"{"a" 1}"#,
+            r#"{"a": tru}"#,
+            r#"{"a": "open}"#,
+        ] {
+            assert!(Members::scan(bad.as_bytes()).is_none(), "{bad}");
+            assert!(Members::parse(bad).is_err(), "{bad}");
         }
     }
 
