@@ -1333,7 +1333,13 @@ mod tests {
                     .collect();
                 let mut line = format!(" {{{}}} ", body.join(","));
                 match how % 4 {
-                    0 => line.insert_str(line.len() / 2, &noise.concat()),
+                    0 => {
+                        let mut at = line.len() / 2;
+                        while !line.is_char_boundary(at) {
+                            at -= 1;
+                        }
+                        line.insert_str(at, &noise.concat());
+                    }
                     1 => line.push_str(&noise.concat()),
                     _ => {}
                 }
