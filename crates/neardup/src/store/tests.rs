@@ -502,3 +502,41 @@ fn sqlite_drops_the_record_indexes_no_query_uses() {
     assert_eq!(indexes(&path), ["sqlite_autoindex_records_1"]);
     assert_eq!(loaded(&store).len(), 1);
 }
+
+#[test]
+fn sqlite_another_process_opening_a_bulk_store_switches_it_back_to_wal_and_both_go_on() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let path = tmp.path().join("s.db");
+    let mut bulk = crate::store::SqliteStore::open_bulk(&path).unwrap();
+    assert!(bulk.is_bulk());
+    bulk.commit(&Batch {
+        records: vec![record(1, "a", 1)],
+        ..Batch::default()
+    })
+    .unwrap();
+    // A `neardup query` or `serve` opening the store while the batch run holds it, in the
+    // middle of a commit: it waits for the commit instead of failing.
+    bulk.lock().unwrap();
+    let opener = {
+        let path = path.clone();
+        std::thread::spawn(move || crate::store::SqliteStore::open(&path))
+    };
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    bulk.unlock().unwrap();
+    let mut other = opener.join().unwrap().unwrap();
+    assert_eq!(journal_mode(&path), "wal");
+    assert_eq!(loaded(&other).len(), 1);
+    bulk.commit(&Batch {
+        records: vec![record(2, "b", 2)],
+        ..Batch::default()
+    })
+    .unwrap();
+    other
+        .commit(&Batch {
+            records: vec![record(3, "c", 3)],
+            ..Batch::default()
+        })
+        .unwrap();
+    assert_eq!(loaded(&bulk).len(), 3);
+    assert_eq!(loaded(&other).len(), 3);
+}
