@@ -1412,7 +1412,9 @@ mod tests {
         // character at every place of a long string, the parser deciding what is valid.
         for at in 0..70 {
             for special in ["\\\"", "\\n", "\\u00e9", "\\q", "\u{1f}", "\t", "é"] {
-                let text = format!("{}{special}{}", "a".repeat(at), "b".repeat(40 - at % 7));
+                // Escapes again after it, the next one 1 to 40 bytes on.
+                let gap = "b".repeat(1 + at % 40);
+                let text = format!("{}{special}{gap}\\n{gap}\\t", "a".repeat(at));
                 let line = format!("{{\"body_text\": \"{text}\", \"id\": 1}}");
                 let scanned = Members::scan(line.as_bytes());
                 let parsed = Members::parse_with_serde(&line).ok();
