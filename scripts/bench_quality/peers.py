@@ -300,7 +300,8 @@ def quality(args):
     ds = rows[0]
     print("false positives by exact J:")
     for r in allrows:
-        print(f"  {r['name'][:48]:<48} {r['fp_jaccard_bands']}")
+        if "fp_jaccard_bands" in r:
+            print(f"  {r['name'][:48]:<48} {r['fp_jaccard_bands']}")
     print()
     print("targets (neardup, Rule::default()):")
     print(f"  pairwise precision >= 0.99: {nd['precision']:.4f} -> {'MET' if nd['precision'] >= 0.99 else 'NOT MET'}")
@@ -308,7 +309,7 @@ def quality(args):
     print(f"  F1 beats datasketch:        {nd['f1']:.4f} vs {ds['f1']:.4f} -> {'MET' if nd['f1'] > ds['f1'] else 'NOT MET'}")
     cli = [r for r in results["systems"] if r["name"].startswith("neardup dedup CLI")]
     for r in cli:
-        print(f"  `neardup dedup` (CLI defaults): P {r['precision']:.4f} R {r['recall']:.4f} F1 {r['f1']:.4f} -> "
+        print(f"  {r['name']}: P {r['precision']:.4f} R {r['recall']:.4f} F1 {r['f1']:.4f} -> "
               f"P {'MET' if r['precision'] >= 0.99 else 'NOT MET'}, R {'MET' if r['recall'] >= 0.95 else 'NOT MET'}, "
               f"F1 vs datasketch {'MET' if r['f1'] > ds['f1'] else 'NOT MET'}")
 

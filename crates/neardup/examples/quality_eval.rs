@@ -1189,7 +1189,9 @@ fn cmd_eval(args: &Args) -> AnyResult<()> {
             "name": format!("{} (truth after its boilerplate)", r.name),
             "precision": p, "recall": rec, "f1": f1,
             "predicted_pairs": predicted.len(), "true_positives": tp, "truth_pairs": truth.len(),
-            "boilerplate_shingles": furniture.len(),
+            "boilerplate_shingles": furniture.len(), "seconds": r.seconds,
+            "clusters": r.clusters.len(),
+            "largest_cluster": r.clusters.iter().map(Vec::len).max().unwrap_or(0),
         }));
     }
 
