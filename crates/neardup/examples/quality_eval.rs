@@ -813,8 +813,10 @@ fn read_cli_clusters(ctx: &Ctx, dir: &Path) -> AnyResult<RunResult> {
     })
 }
 
-/// Every pair with exact Jaccard >= 0.8 over `sets` (sorted), by brute force.
-fn pairs_at_08(sets: &[Vec<u64>]) -> HashSet<(u32, u32)> {
+/// Every pair with exact Jaccard >= `min` over `sets` (sorted), by brute force, with its
+/// Jaccard. J <= min/max of the set sizes, so pairs whose sizes differ by more than that
+/// cannot reach `min` and are skipped exactly.
+fn pairs_at_least(sets: &[Vec<u64>], min: f64) -> Vec<((u32, u32), f64)> {
     let n = sets.len();
     let mut order: Vec<u32> = (0..n as u32).collect();
     order.sort_by_key(|&i| (sets[i as usize].len(), i));
@@ -826,12 +828,13 @@ fn pairs_at_08(sets: &[Vec<u64>]) -> HashSet<(u32, u32)> {
             let mut v = Vec::new();
             for &b in &order[x + 1..] {
                 let lb = sets[b as usize].len();
-                if (la as f64) < 0.8 * lb as f64 {
+                if (la as f64) < min * lb as f64 {
                     break;
                 }
                 let inter = intersection_len(&sets[a], &sets[b as usize]);
-                if la + lb > 0 && inter as f64 >= 0.8 * (la + lb - inter) as f64 {
-                    v.push(key(a as u32, b));
+                let j = inter as f64 / (la + lb - inter).max(1) as f64;
+                if j >= min {
+                    v.push((key(a as u32, b), j));
                 }
             }
             v
@@ -891,36 +894,15 @@ fn cmd_eval(args: &Args) -> AnyResult<()> {
         t0.elapsed().as_secs_f64()
     );
 
-    // Exact Jaccard, brute force over all pairs. J <= min/max of the set sizes, so pairs
-    // whose sizes differ by more than 2x cannot reach 0.5 and are skipped exactly.
+    // Exact Jaccard, brute force over all pairs (see `pairs_at_least`).
     let t1 = Instant::now();
-    let mut order: Vec<u32> = (0..n as u32).collect();
-    order.sort_by_key(|&i| (sets[i as usize].len(), i));
-    let found: Vec<TruthPair> = (0..n)
-        .into_par_iter()
-        .flat_map_iter(|x| {
-            let a = order[x] as usize;
-            let la = sets[a].len();
-            let mut v = Vec::new();
-            for &b in &order[x + 1..] {
-                let b = b as usize;
-                let lb = sets[b].len();
-                if (la as f64) < 0.5 * lb as f64 {
-                    break;
-                }
-                let inter = intersection_len(&sets[a], &sets[b]);
-                let j = inter as f64 / (la + lb - inter) as f64;
-                if j >= 0.5 {
-                    let (p, q) = key(a as u32, b as u32);
-                    v.push(TruthPair {
-                        a: p,
-                        b: q,
-                        j,
-                        d: (fps[a] ^ fps[b]).count_ones(),
-                    });
-                }
-            }
-            v
+    let found: Vec<TruthPair> = pairs_at_least(&sets, 0.5)
+        .into_iter()
+        .map(|((a, b), j)| TruthPair {
+            a,
+            b,
+            j,
+            d: (fps[a as usize] ^ fps[b as usize]).count_ones(),
         })
         .collect();
     let all_pairs = n * (n - 1) / 2;
@@ -1158,7 +1140,10 @@ fn cmd_eval(args: &Args) -> AnyResult<()> {
                     .collect()
             })
             .collect();
-        let truth = pairs_at_08(&content);
+        let truth: HashSet<(u32, u32)> = pairs_at_least(&content, 0.8)
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect();
         let predicted = pairs_of_clusters(&r.clusters);
         let tp = predicted.intersection(&truth).count();
         let (p, rec) = (
