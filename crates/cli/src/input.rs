@@ -62,7 +62,19 @@ pub struct Record {
     /// The JSON object it was read from (JSONL only), as read, for outputs that extend it:
     /// the line itself, valid UTF-8, not a copy.
     pub object: Option<LineBytes>,
+    /// Whether `object` has a top-level key of [`RESERVED_KEYS`], which outputs that extend
+    /// the object set themselves.
+    pub reserved_keys: bool,
 }
+
+/// The keys kept.jsonl sets on each surviving record (an input's own values are replaced).
+pub const RESERVED_KEYS: [&str; 5] = [
+    "source_urls",
+    "first_seen",
+    "cluster_size",
+    "neardup_fingerprint",
+    "neardup_language",
+];
 
 /// An input that could not be used, and why.
 #[derive(Debug, Clone)]
@@ -314,6 +326,7 @@ fn read_document(
                 first_seen: None,
                 retention_class: None,
                 object: None,
+                reserved_keys: false,
             })))
         }
         Err(e) => f(Item::Done(Err(Reject {
@@ -666,6 +679,7 @@ impl Item {
                         first_seen: None,
                         retention_class: None,
                         object: None,
+                        reserved_keys: false,
                     })
                 }
             }
@@ -917,8 +931,9 @@ fn parse_json_record(
         origin: origin.clone(),
         reason,
     };
-    let (id, fields, url, host, first_seen, retention_class) = {
+    let (id, fields, url, host, first_seen, retention_class, reserved_keys) = {
         let obj = Members::parse(line).map_err(reject)?;
+        let reserved_keys = obj.0.iter().any(|(k, _)| RESERVED_KEYS.contains(&&**k));
         let id = match obj.get(&args.id_field) {
             None => origin.line.map_or_else(String::new, |l| l.to_string()),
             Some(raw) => match kind(raw) {
@@ -977,6 +992,7 @@ fn parse_json_record(
             obj.string(&args.host_field).map_err(reject)?,
             obj.string(&args.time_field).map_err(reject)?,
             obj.string(&args.class_field).map_err(reject)?,
+            reserved_keys,
         )
     };
     Ok(Record {
@@ -987,6 +1003,7 @@ fn parse_json_record(
         first_seen,
         retention_class,
         object: Some(object),
+        reserved_keys,
         origin,
     })
 }

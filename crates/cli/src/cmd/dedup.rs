@@ -151,15 +151,6 @@ enum SpoolObject {
     Rewritten(String),
 }
 
-/// The keys kept.jsonl sets on each surviving record (an input's own values are replaced).
-const KEPT_KEYS: [&str; 5] = [
-    "source_urls",
-    "first_seen",
-    "cluster_size",
-    "neardup_fingerprint",
-    "neardup_language",
-];
-
 /// Counts for the report.
 #[derive(Debug, Default)]
 struct Counts {
@@ -443,9 +434,10 @@ fn convert(r: input::Record, args: &InputArgs) -> Result<Pending, Reject> {
             })
             .collect(),
     };
+    let reserved = r.reserved_keys;
     let object = r
         .object
-        .map(without_kept_keys)
+        .map(|o| without_kept_keys(o, reserved))
         .transpose()
         .map_err(|reason| Reject {
             origin: r.origin.clone(),
@@ -454,16 +446,16 @@ fn convert(r: input::Record, args: &InputArgs) -> Result<Pending, Reject> {
     Ok((record, object, r.origin.to_string()))
 }
 
-/// A record's JSON object (valid, as read) without the keys kept.jsonl sets. Objects that
-/// cannot hold one of them (the common case) are kept as read, only trimmed.
-fn without_kept_keys(object: input::LineBytes) -> Result<SpoolObject, String> {
-    let holds = |k: &str| memchr::memmem::find(&object, format!("\"{k}\"").as_bytes()).is_some();
-    if !KEPT_KEYS.iter().any(|k| holds(k)) {
+/// A record's JSON object (valid, as read) without the keys kept.jsonl sets. Objects without
+/// any of them at the top level (`reserved`, found while the line was parsed; the common
+/// case) are kept as read, only trimmed.
+fn without_kept_keys(object: input::LineBytes, reserved: bool) -> Result<SpoolObject, String> {
+    if !reserved {
         return Ok(SpoolObject::AsRead(object.trimmed()));
     }
     let mut o: serde_json::Map<String, Value> =
         serde_json::from_slice(&object).map_err(|e| format!("malformed JSON: {e}"))?;
-    for k in KEPT_KEYS {
+    for k in input::RESERVED_KEYS {
         o.remove(k);
     }
     serde_json::to_string(&o)
@@ -751,6 +743,11 @@ fn learn_boilerplate(
     // line; only the pages a host still samples are parsed whole and shingled, in
     // parallel, and the learner counts each host's pages in parallel too.
     let mut deferred = Deferred::default();
+    // One scratch per analysis thread, kept from chunk to chunk (`map_init` would make
+    // about ten a chunk, each growing its buffers again).
+    thread_local! {
+        static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::default();
+    }
     std::thread::scope(|scope| -> anyhow::Result<()> {
         let (reader, rx) = spawn_reader(scope, input_args, 4096);
         let mut seen = 0u64;
@@ -786,11 +783,12 @@ fn learn_boilerplate(
             let sets: Vec<(String, Vec<u64>)> = pool.install(|| {
                 sampled
                     .into_par_iter()
-                    .map_init(Scratch::default, |scratch, (item, host)| {
+                    .map(|(item, host)| {
                         let record = item.parse(input_args).ok()?;
                         let mut set: Vec<u64> = Vec::new();
                         for (_, text) in &record.fields {
-                            let field = hasher.shingle_set_with(text, scratch);
+                            let field = SCRATCH
+                                .with_borrow_mut(|scratch| hasher.shingle_set_with(text, scratch));
                             if set.is_empty() {
                                 set = field;
                             } else {
