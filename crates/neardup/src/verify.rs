@@ -121,11 +121,17 @@ unsafe fn id_intersection_len_avx2(a: &[u32], b: &[u32]) -> usize {
     n + intersection_len(&a[i..], &b[j..])
 }
 
+/// The 32-bit id of a 64-bit shingle hash that [`shingle_ids`] keeps: its high half.
+#[inline]
+pub(crate) fn shingle_id(shingle: u64) -> u32 {
+    (shingle >> 32) as u32
+}
+
 /// Compacts 64-bit shingle hashes to the sorted, distinct 32-bit ids stored for
 /// verification: half the bytes, and a 32-bit collision inside a pair of documents of a
 /// thousand shingles each moves their Jaccard by less than 1e-3 with probability > 0.999.
 pub fn shingle_ids(shingles: &[u64]) -> Vec<u32> {
-    let mut ids: Vec<u32> = shingles.iter().map(|&h| (h >> 32) as u32).collect();
+    let mut ids: Vec<u32> = shingles.iter().map(|&h| shingle_id(h)).collect();
     // Sorted input keeps its high halves in order: then deduplication is all that is left.
     if !shingles.is_sorted() {
         ids.sort_unstable();

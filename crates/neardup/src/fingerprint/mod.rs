@@ -170,19 +170,23 @@ pub struct Scratch {
     bytes: Vec<u8>,
     strs: Vec<(usize, usize)>,
     sort: crate::text::sort::SortBuffers,
+    sort_ids: crate::text::sort::SortBuffers<u32>,
     removed: usize,
     voted: usize,
     language: Option<crate::text::Language>,
 }
 
 /// What the pipeline needs of one record: fingerprint, shingle set, content hash, size.
+///
+/// `S` is the form of the shingle set: [`SimHasher::analyze`] answers the sorted distinct
+/// 64-bit hashes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Analysis {
+pub struct Analysis<S = Vec<u64>> {
     /// The SimHash fingerprint.
     pub fingerprint: Fingerprint,
     /// Distinct shingle hashes after boilerplate removal, sorted: the set that Jaccard
     /// verification compares.
-    pub shingles: Vec<u64>,
+    pub shingles: S,
     /// Hash of the normalised token stream (the exact tier).
     pub content_hash: ContentHash,
     /// Number of tokens over all fields.
@@ -193,6 +197,21 @@ pub struct Analysis {
     pub shingle_count: usize,
     /// The record's language and script, when the hasher detects them.
     pub language: Option<crate::text::Language>,
+}
+
+impl Analysis<()> {
+    /// This analysis with its shingle set.
+    fn with<S>(self, shingles: S) -> Analysis<S> {
+        Analysis {
+            fingerprint: self.fingerprint,
+            shingles,
+            content_hash: self.content_hash,
+            token_count: self.token_count,
+            boilerplate_removed: self.boilerplate_removed,
+            shingle_count: self.shingle_count,
+            language: self.language,
+        }
+    }
 }
 
 /// Makes fingerprints; see [`SimHasher::builder`].
@@ -429,9 +448,42 @@ impl SimHasher {
         boilerplate: Option<&Boilerplate>,
         scratch: &mut Scratch,
     ) -> Result<Analysis> {
-        let fingerprint = self.vote(fields, boilerplate, scratch, true)?;
+        let summary = self.summarize(fields, boilerplate, scratch)?;
         let mut shingles = std::mem::take(&mut scratch.all_shingles);
         sort_distinct(&mut shingles, &mut scratch.sort);
+        Ok(summary.with(shingles))
+    }
+
+    /// [`analyze`](Self::analyze) for the pipeline: the shingle set as the sorted distinct
+    /// 32-bit ids that verification compares ([`crate::verify::shingle_ids`] of `analyze`'s
+    /// shingles), made by sorting the ids rather than the 64-bit hashes, and with the
+    /// scratch's shingle buffer kept for the next record (`analyze` hands it over, and a
+    /// buffer grown from nothing for every record was a tenth of the analysis's copies).
+    pub(crate) fn analyze_ids(
+        &self,
+        fields: &[Field<'_>],
+        boilerplate: Option<&Boilerplate>,
+        scratch: &mut Scratch,
+    ) -> Result<Analysis<Vec<u32>>> {
+        let summary = self.summarize(fields, boilerplate, scratch)?;
+        let mut ids: Vec<u32> = scratch
+            .all_shingles
+            .iter()
+            .map(|&h| crate::verify::shingle_id(h))
+            .collect();
+        sort_distinct(&mut ids, &mut scratch.sort_ids);
+        Ok(summary.with(ids))
+    }
+
+    /// Everything [`analyze`](Self::analyze) answers but the set, whose shingles (not yet
+    /// sorted or distinct) it leaves in `scratch.all_shingles`.
+    fn summarize(
+        &self,
+        fields: &[Field<'_>],
+        boilerplate: Option<&Boilerplate>,
+        scratch: &mut Scratch,
+    ) -> Result<Analysis<()>> {
+        let fingerprint = self.vote(fields, boilerplate, scratch, true)?;
         let content_hash = ContentHash::of_tokens(&scratch.all_tokens, &mut scratch.bytes);
         let token_count = scratch
             .all_tokens
@@ -440,7 +492,7 @@ impl SimHasher {
             .count();
         Ok(Analysis {
             fingerprint,
-            shingles,
+            shingles: (),
             content_hash,
             token_count,
             boilerplate_removed: scratch.removed,

@@ -382,6 +382,51 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn prop_pipeline_analysis_is_analyze_with_ids(
+        seeds in proptest::collection::vec((any::<u64>(), 1usize..300), 1..4),
+        vocabulary in 5u64..400,
+        drop_every in 0usize..6,
+    ) {
+        // Records of one to three fields, some of whose shingles are boilerplate, analysed
+        // one after another with one scratch: the pipeline's path must answer what
+        // `analyze` and `shingle_ids` answer, set, fingerprint and counts alike.
+        let h = hasher();
+        let docs: Vec<String> = seeds
+            .iter()
+            .map(|&(seed, words)| random_doc(seed, words, vocabulary))
+            .collect();
+        let fields: Vec<Field<'_>> = docs.iter().map(|d| Field::weighted(d, 1)).collect();
+        let all = h.analyze(&fields, None, &mut Scratch::default());
+        let boilerplate = match (&all, drop_every) {
+            (Ok(a), n) if n > 0 => Some(Boilerplate::from_hashes(
+                a.shingles.iter().copied().step_by(n),
+            )),
+            _ => None,
+        };
+        let mut scratch = Scratch::default();
+        for _ in 0..2 {
+            let want = h.analyze(&fields, boilerplate.as_ref(), &mut Scratch::default());
+            let got = h.analyze_ids(&fields, boilerplate.as_ref(), &mut scratch);
+            match (want, got) {
+                (Ok(want), Ok(got)) => {
+                    prop_assert_eq!(crate::verify::shingle_ids(&want.shingles), got.shingles);
+                    prop_assert_eq!(want.fingerprint, got.fingerprint);
+                    prop_assert_eq!(want.content_hash, got.content_hash);
+                    prop_assert_eq!(want.token_count, got.token_count);
+                    prop_assert_eq!(want.shingle_count, got.shingle_count);
+                    prop_assert_eq!(want.boilerplate_removed, got.boilerplate_removed);
+                }
+                (Err(want), Err(got)) => prop_assert_eq!(want.to_string(), got.to_string()),
+                (want, got) => prop_assert!(false, "{want:?} against {got:?}"),
+            }
+        }
+    }
+}
+
 #[test]
 fn one_scratch_serves_many_shingle_sets_and_analyses_without_growing() {
     // Boilerplate learning makes thousands of sets with one scratch per thread: nothing of

@@ -29,7 +29,7 @@ use crate::store::{
 };
 use crate::text::Boilerplate;
 use crate::text::TokenRule;
-use crate::verify::{id_jaccard, shingle_ids, Scores};
+use crate::verify::{id_jaccard, Scores};
 use crate::{Error, Result};
 
 /// What the pipeline keeps in memory per record.
@@ -218,9 +218,15 @@ struct AnalyzerRef<'a> {
 
 impl AnalyzerRef<'_> {
     fn prepare(&self, records: &[Record]) -> Vec<PreparedRecord> {
+        // One scratch per thread for good: rayon's `map_init` makes a fresh one for every
+        // piece it splits the records into (about ten per call), and each grew its buffers
+        // again from nothing.
+        thread_local! {
+            static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::default();
+        }
         records
             .par_iter()
-            .map_init(Scratch::default, |scratch, r| self.prepare_one(r, scratch))
+            .map(|r| SCRATCH.with_borrow_mut(|scratch| self.prepare_one(r, scratch)))
             .collect()
     }
 
@@ -1917,12 +1923,12 @@ fn prepare(
         .collect();
     let host = record.effective_host();
     let boilerplate = (!furniture.is_empty()).then_some(furniture);
-    let analysis = match hasher.analyze(&fields, boilerplate, scratch) {
+    let analysis = match hasher.analyze_ids(&fields, boilerplate, scratch) {
         Ok(a) => a,
         // A page that is nothing but its site's template: fingerprint it whole; it is
         // then too short or an exact duplicate of the template.
         Err(Error::EmptyFeatureBag { .. }) if boilerplate.is_some() => hasher
-            .analyze(&fields, None, scratch)
+            .analyze_ids(&fields, None, scratch)
             .map_err(|_| "no words to fingerprint".to_owned())?,
         Err(Error::EmptyFeatureBag { .. }) => return Err("no words to fingerprint".into()),
         Err(e) => return Err(e.to_string()),
@@ -1935,7 +1941,7 @@ fn prepare(
         boilerplate_removed: analysis.boilerplate_removed,
         fingerprint: analysis.fingerprint.value(),
         content_hash: analysis.content_hash.0,
-        shingles: shingle_ids(&analysis.shingles),
+        shingles: analysis.shingles,
         tokens: analysis.token_count,
     };
     if let Some((short_hasher, min_words)) = short {
@@ -1943,11 +1949,11 @@ fn prepare(
             // Short text: the verification set and fingerprint come from character n-grams;
             // the exact tier keeps the word-level content hash.
             let chars = short_hasher
-                .analyze(&fields, None, scratch)
+                .analyze_ids(&fields, None, scratch)
                 .map_err(|e| e.to_string())?;
             prepared.features = Features::Chars;
             prepared.fingerprint = chars.fingerprint.value();
-            prepared.shingles = shingle_ids(&chars.shingles);
+            prepared.shingles = chars.shingles;
             prepared.shingle_count = chars.shingle_count;
         }
     }
