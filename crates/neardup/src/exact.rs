@@ -16,6 +16,11 @@ pub struct ContentHash(pub u128);
 impl ContentHash {
     /// Hashes a sequence of token hashes (as produced by the analyzer).
     pub(crate) fn of_tokens(tokens: &[u64], buf: &mut Vec<u8>) -> ContentHash {
+        // The hashes' little-endian bytes, in order: on a little-endian machine that is the
+        // slice's own memory, hashed where it is instead of copied token by token.
+        if cfg!(target_endian = "little") {
+            return ContentHash(xxhash_rust::xxh3::xxh3_128(bytemuck::cast_slice(tokens)));
+        }
         buf.clear();
         buf.reserve(tokens.len() * 8);
         for t in tokens {
