@@ -785,20 +785,11 @@ fn learn_boilerplate(
                     .into_par_iter()
                     .map(|(item, host)| {
                         let record = item.parse(input_args).ok()?;
-                        let mut set: Vec<u64> = Vec::new();
-                        for (_, text) in &record.fields {
-                            let field = SCRATCH
-                                .with_borrow_mut(|scratch| hasher.shingle_set_with(text, scratch));
-                            if set.is_empty() {
-                                set = field;
-                            } else {
-                                set.extend(field);
-                            }
-                        }
-                        if record.fields.len() > 1 {
-                            set.sort_unstable();
-                            set.dedup();
-                        }
+                        let texts: Vec<&str> =
+                            record.fields.iter().map(|(_, t)| t.as_str()).collect();
+                        let set = SCRATCH.with_borrow_mut(|scratch| {
+                            hasher.distinct_shingles_with(&texts, scratch)
+                        });
                         Some((host, set))
                     })
                     .flatten()

@@ -144,7 +144,8 @@ struct Count {
 }
 
 impl HostSample {
-    /// Counts one page's distinct shingles (sorted), lossy counting with buckets of `width`
+    /// Counts one page's distinct shingles (in any order: the bucket is sorted as a whole),
+    /// lossy counting with buckets of `width`
     /// pages: at the end of each bucket, shingles that cannot be on more than one page per
     /// bucket so far are dropped. So about `width` pages' shingles plus the frequent ones
     /// are tracked instead of every shingle of every sampled page, a shingle on more than
@@ -154,9 +155,7 @@ impl HostSample {
     /// A bucket's pages are counted together when it ends, by sorting their shingles and
     /// merging them into the sorted counts: sequential passes over memory, where a hash
     /// table of a bucket's shingles (a few MiB) took a cache miss per shingle.
-    fn count_page(&mut self, mut shingles: Vec<u64>, width: u64) {
-        debug_assert!(shingles.is_sorted());
-        shingles.dedup();
+    fn count_page(&mut self, shingles: Vec<u64>, width: u64) {
         self.counted += 1;
         self.bucket.push(shingles);
         if self.counted.is_multiple_of(width) {
@@ -295,21 +294,21 @@ impl BoilerplateLearner {
     pub fn sample_page(&mut self, host: &str, shingles: &[u64]) {
         let width = self.bucket_width();
         let sample = self.hosts.entry(host.to_owned()).or_default();
-        let mut sorted = shingles.to_vec();
-        if !sorted.is_sorted() {
-            sorted.sort_unstable();
-        }
-        sample.count_page(sorted, width);
+        let mut distinct = shingles.to_vec();
+        distinct.sort_unstable();
+        distinct.dedup();
+        sample.count_page(distinct, width);
     }
 
     /// [`sample_page`](Self::sample_page) for many pages at once, hosts counted in parallel
-    /// (each host's pages in the order given). Each page's shingles must be sorted.
+    /// (each host's pages in the order given). Each page's shingles must be distinct, in
+    /// any order (as [`SimHasher::distinct_shingles_with`](crate::SimHasher::distinct_shingles_with)
+    /// makes them).
     pub fn sample_pages(&mut self, pages: Vec<(String, Vec<u64>)>) {
         use rayon::prelude::*;
         let width = self.bucket_width();
         let mut by_host: std::collections::HashMap<String, Vec<Vec<u64>>> = Default::default();
         for (host, shingles) in pages {
-            debug_assert!(shingles.is_sorted(), "sample_pages takes sorted shingles");
             by_host.entry(host).or_default().push(shingles);
         }
         let mut work: Vec<(String, HostSample, Vec<Vec<u64>>)> = by_host

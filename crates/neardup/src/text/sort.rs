@@ -95,6 +95,41 @@ pub fn sort_distinct<K: SortKey>(v: &mut Vec<K>, buffers: &mut SortBuffers<K>) {
     v.dedup();
 }
 
+/// Appends the distinct values of `src` (shingle hashes: about uniform) to `out`, each once,
+/// in their order of first appearance, through an open-addressing table kept in `table`
+/// between calls.
+pub fn distinct_into(src: &[u64], table: &mut Vec<u64>, out: &mut Vec<u64>) {
+    // A third full at most; 0 marks an empty slot, so the value 0 is tracked apart.
+    let bits = (usize::BITS - (src.len() * 3).max(16).leading_zeros()).min(40);
+    let mask = (1usize << bits) - 1;
+    table.clear();
+    table.resize(1 << bits, 0);
+    out.reserve(src.len());
+    let mut zero = false;
+    for &h in src {
+        if h == 0 {
+            if !zero {
+                zero = true;
+                out.push(0);
+            }
+            continue;
+        }
+        let mut i = (h >> (64 - bits)) as usize;
+        loop {
+            let slot = table[i];
+            if slot == h {
+                break;
+            }
+            if slot == 0 {
+                table[i] = h;
+                out.push(h);
+                break;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+}
+
 /// Writes `src` sorted into `dst` (same length): counts on the bits below the top `skip`
 /// into at least one bucket per key, scatters, then one insertion pass.
 fn bucket_sort<K: SortKey>(src: &[K], dst: &mut [K], skip: u32, counts: &mut Vec<u32>) {
@@ -191,6 +226,24 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn distinct_into_keeps_each_value_once_in_first_order(
+            v in prop::collection::vec(prop::sample::select(vec![0u64, 1, u64::MAX, 1 << 63, 42]), 0..50),
+            w in prop::collection::vec(any::<u64>(), 0..2000),
+            repeat in 1usize..4,
+        ) {
+            // Skewed values (all in one slot's run, 0 among them) and uniform ones, repeated.
+            let src: Vec<u64> = v.iter().chain(&w).copied().cycle().take((v.len() + w.len()) * repeat).collect();
+            let mut table = vec![7u64; 3]; // stale contents must not matter
+            let mut out = vec![99];
+            distinct_into(&src, &mut table, &mut out);
+            let mut seen = std::collections::HashSet::new();
+            let want: Vec<u64> = std::iter::once(99)
+                .chain(src.iter().copied().filter(|h| seen.insert(*h)))
+                .collect();
+            prop_assert_eq!(out, want);
+        }
+
         #[test]
         fn sorts_like_sort_unstable(
             v in prop::collection::vec(any::<u64>(), 0..3000),
