@@ -143,12 +143,20 @@ fn ascii_token_hash_at(text: &[u8], start: usize, end: usize) -> u64 {
     if len > 16 {
         return long_ascii_token_hash(&text[start..end]);
     }
-    let mut buf = [0u8; 16];
-    if start + 16 <= text.len() {
-        buf.copy_from_slice(&text[start..start + 16]);
+    let n = text.len();
+    let load = |at: usize| u128::from_le_bytes(text[at..at + 16].try_into().expect("16 bytes"));
+    let word = if start + 16 <= n {
+        load(start)
+    } else if n >= 16 {
+        // A token near the end: the text's last 16 bytes, shifted down to the token (a
+        // copy of the tail was a memcpy call, and ASCII stretches between non-ASCII words
+        // are short, so most of their tokens are near an end).
+        load(n - 16) >> (8 * (start + 16 - n))
     } else {
-        buf[..text.len() - start].copy_from_slice(&text[start..]);
-    }
+        let mut buf = [0u8; 16];
+        buf[..n - start].copy_from_slice(&text[start..]);
+        u128::from_le_bytes(buf)
+    };
     let keep = |bytes: usize| -> u64 {
         if bytes >= 8 {
             u64::MAX
@@ -156,9 +164,8 @@ fn ascii_token_hash_at(text: &[u8], start: usize, end: usize) -> u64 {
             (1u64 << (8 * bytes)) - 1
         }
     };
-    let lo = u64::from_le_bytes(buf[..8].try_into().expect("8 bytes")) & keep(len);
-    let hi =
-        u64::from_le_bytes(buf[8..].try_into().expect("8 bytes")) & keep(len.saturating_sub(8));
+    let lo = word as u64 & keep(len);
+    let hi = (word >> 64) as u64 & keep(len.saturating_sub(8));
     short_hash_words(swar_lowercase(lo), swar_lowercase(hi), len)
 }
 
