@@ -819,8 +819,10 @@ impl<'a> Members<'a> {
 /// borrowed unless it holds escapes.
 ///
 /// Record texts are long and escape every line break, and serde_json decodes a string into
-/// a scratch buffer that the caller then copies: here the escapes are found with a
-/// vectorised search and the text decoded once, into a string of its final size.
+/// a scratch buffer that the caller then copies: here the text is decoded once, into a
+/// buffer of its final size, 16 bytes at a time: each block is copied whole and the copy cut
+/// back to the block's first backslash, so the text between escapes (a few dozen bytes in
+/// prose) costs no call of its own.
 fn unescape(raw: &str) -> Result<Cow<'_, str>, String> {
     let inner = raw
         .trim()
@@ -831,24 +833,68 @@ fn unescape(raw: &str) -> Result<Cow<'_, str>, String> {
     let Some(first) = memchr::memchr(b'\\', bytes) else {
         return Ok(Cow::Borrowed(inner));
     };
-    let mut out = String::with_capacity(inner.len());
-    out.push_str(&inner[..first]);
+    let mut out: Vec<u8> = Vec::with_capacity(bytes.len() + 16);
+    out.extend_from_slice(&bytes[..first]);
     let mut at = first;
+    let mut utf8 = [0u8; 4];
     loop {
         // `at` is at a backslash.
         let (decoded, len) = escape_at(&bytes[at..])?;
-        out.push(decoded);
+        out.extend_from_slice(decoded.encode_utf8(&mut utf8).as_bytes());
         at += len;
-        // Escapes come every line or so: an inline search, where memchr's setup per call
-        // cost as much as the search.
-        let next = next_backslash(&bytes[at..]).map_or(bytes.len(), |i| at + i);
-        // Escapes are ASCII, so `at` and `next` are char boundaries.
-        out.push_str(&inner[at..next]);
-        if next == bytes.len() {
-            return Ok(Cow::Owned(out));
+        // Copy up to the next backslash.
+        loop {
+            let Some(block) = bytes.get(at..at + 16) else {
+                let rest = &bytes[at..];
+                match rest.iter().position(|&b| b == b'\\') {
+                    Some(i) => {
+                        out.extend_from_slice(&rest[..i]);
+                        at += i;
+                        break;
+                    }
+                    None => {
+                        out.extend_from_slice(rest);
+                        // Valid UTF-8: the pieces of `inner` copied end at backslashes
+                        // (ASCII, so char boundaries) or at its end, and the rest are
+                        // encoded chars.
+                        debug_assert!(std::str::from_utf8(&out).is_ok());
+                        // SAFETY: as just argued, `out` is valid UTF-8.
+                        return Ok(Cow::Owned(unsafe { String::from_utf8_unchecked(out) }));
+                    }
+                }
+            };
+            let block: &[u8; 16] = block.try_into().expect("16 bytes");
+            out.extend_from_slice(block);
+            match backslash_mask(block) {
+                0 => at += 16,
+                mask => {
+                    let k = mask.trailing_zeros() as usize;
+                    out.truncate(out.len() - 16 + k);
+                    at += k;
+                    break;
+                }
+            }
         }
-        at = next;
     }
+}
+
+/// Bit i set where `block[i]` is a backslash.
+#[inline(always)]
+fn backslash_mask(block: &[u8; 16]) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::*;
+        // SAFETY: SSE2 is part of the x86_64 baseline; the load reads the 16 bytes of `block`.
+        unsafe {
+            let v = _mm_loadu_si128(block.as_ptr().cast());
+            _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8))) as u32
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    block
+        .iter()
+        .enumerate()
+        .fold(0, |m, (i, &b)| m | (u32::from(b == b'\\') << i))
 }
 
 /// Decodes the escape at the start of `bytes` (a backslash first): the character and the
@@ -1036,28 +1082,6 @@ fn string_at(bytes: &[u8], start: usize) -> Option<usize> {
             _ => return None, // a control character
         }
     }
-}
-
-/// The offset of the first backslash of `b`.
-fn next_backslash(b: &[u8]) -> Option<usize> {
-    let mut i = 0;
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::*;
-        // SAFETY: SSE2 is part of the x86_64 baseline; every load reads 16 bytes inside `b`.
-        unsafe {
-            let backslash = _mm_set1_epi8(b'\\' as i8);
-            while i + 16 <= b.len() {
-                let v = _mm_loadu_si128(b.as_ptr().add(i).cast());
-                let mask = _mm_movemask_epi8(_mm_cmpeq_epi8(v, backslash));
-                if mask != 0 {
-                    return Some(i + mask.trailing_zeros() as usize);
-                }
-                i += 16;
-            }
-        }
-    }
-    b[i..].iter().position(|&c| c == b'\\').map(|p| i + p)
 }
 
 /// The offset of the first quote, backslash or control character of `b`.
