@@ -788,7 +788,9 @@ fn learn_boilerplate(
                         let texts: Vec<&str> =
                             record.fields.iter().map(|(_, t)| t.as_str()).collect();
                         let set = SCRATCH.with_borrow_mut(|scratch| {
-                            hasher.distinct_shingles_with(&texts, scratch)
+                            let set = hasher.distinct_shingles_with(&texts, scratch);
+                            scratch.release_large();
+                            set
                         });
                         Some((host, set))
                     })

@@ -172,9 +172,43 @@ pub struct Scratch {
     sort: crate::text::sort::SortBuffers,
     sort_ids: crate::text::sort::SortBuffers<u32>,
     table: Vec<u64>,
+    distinct: Vec<u64>,
     removed: usize,
     voted: usize,
     language: Option<crate::text::Language>,
+}
+
+impl Scratch {
+    /// Buffers past this many bytes are freed by [`release_large`](Self::release_large).
+    const KEEP_BYTES: usize = 1 << 20;
+
+    /// Frees the buffers a very long text grew past 1 MiB (records of megabytes exist: a
+    /// scratch kept for a thread's lifetime held hundreds of megabytes after one), keeping
+    /// those an ordinary record needs. Call it after each record when a scratch is kept.
+    pub fn release_large(&mut self) {
+        fn release<T>(v: &mut Vec<T>) {
+            if v.capacity() * std::mem::size_of::<T>() > Scratch::KEEP_BYTES {
+                *v = Vec::new();
+            }
+        }
+        if self.normalized.capacity() > Self::KEEP_BYTES {
+            self.normalized = String::new();
+        }
+        if self.joined.capacity() > Self::KEEP_BYTES {
+            self.joined = String::new();
+        }
+        release(&mut self.tokens);
+        release(&mut self.all_tokens);
+        release(&mut self.field);
+        release(&mut self.high);
+        release(&mut self.all_shingles);
+        release(&mut self.bytes);
+        release(&mut self.strs);
+        release(&mut self.table);
+        release(&mut self.distinct);
+        self.sort.release_large(Self::KEEP_BYTES);
+        self.sort_ids.release_large(Self::KEEP_BYTES);
+    }
 }
 
 /// What the pipeline needs of one record: fingerprint, shingle set, content hash, size.
@@ -526,9 +560,14 @@ impl SimHasher {
             self.field_shingles(text, scratch);
             scratch.all_shingles.extend_from_slice(&scratch.field);
         }
-        let mut out = Vec::new();
-        crate::text::sort::distinct_into(&scratch.all_shingles, &mut scratch.table, &mut out);
-        out
+        scratch.distinct.clear();
+        crate::text::sort::distinct_into(
+            &scratch.all_shingles,
+            &mut scratch.table,
+            &mut scratch.distinct,
+        );
+        // A copy of exactly the set's size: learners hold thousands of these at once.
+        scratch.distinct.clone()
     }
 
     /// Fingerprints a bag of features with positive integer weights (seed 001); a feature is

@@ -453,3 +453,30 @@ fn one_scratch_serves_many_shingle_sets_and_analyses_without_growing() {
     assert_eq!(reused.token_count, 400);
     assert_eq!(reused.shingles, fresh.shingles);
 }
+
+#[test]
+fn a_kept_scratch_lets_go_of_what_a_huge_text_grew() {
+    let h = hasher();
+    let mut scratch = Scratch::default();
+    let huge = random_doc(3, 300_000, 50_000);
+    let doc = random_doc(4, 500, 300);
+    let fields = [Field::weighted(&huge, 1)];
+    h.analyze_ids(&fields, None, &mut scratch).unwrap();
+    h.distinct_shingles_with(&[&huge], &mut scratch);
+    assert!(scratch.all_shingles.capacity() * 8 > 2 << 20);
+    scratch.release_large();
+    let held = scratch.tokens.capacity()
+        + scratch.all_tokens.capacity()
+        + scratch.field.capacity()
+        + scratch.all_shingles.capacity()
+        + scratch.table.capacity()
+        + scratch.distinct.capacity();
+    assert!(held * 8 <= 6 << 20, "{held} words held");
+    // And the scratch still analyses as a fresh one does.
+    let fields = [Field::weighted(&doc, 1)];
+    let reused = h.analyze_ids(&fields, None, &mut scratch).unwrap();
+    let fresh = h
+        .analyze_ids(&fields, None, &mut Scratch::default())
+        .unwrap();
+    assert_eq!(reused, fresh);
+}

@@ -220,13 +220,19 @@ impl AnalyzerRef<'_> {
     fn prepare(&self, records: &[Record]) -> Vec<PreparedRecord> {
         // One scratch per thread for good: rayon's `map_init` makes a fresh one for every
         // piece it splits the records into (about ten per call), and each grew its buffers
-        // again from nothing.
+        // again from nothing. What a record of megabytes grew is freed after it.
         thread_local! {
             static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::default();
         }
         records
             .par_iter()
-            .map(|r| SCRATCH.with_borrow_mut(|scratch| self.prepare_one(r, scratch)))
+            .map(|r| {
+                SCRATCH.with_borrow_mut(|scratch| {
+                    let prepared = self.prepare_one(r, scratch);
+                    scratch.release_large();
+                    prepared
+                })
+            })
             .collect()
     }
 

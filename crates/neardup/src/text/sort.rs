@@ -41,6 +41,18 @@ pub struct SortBuffers<K = u64> {
     counts: Vec<u32>,
 }
 
+impl<K> SortBuffers<K> {
+    /// Frees the buffers grown past `bytes`.
+    pub(crate) fn release_large(&mut self, bytes: usize) {
+        if self.keys.capacity() * std::mem::size_of::<K>() > bytes {
+            self.keys = Vec::new();
+        }
+        if self.counts.capacity() * 4 > bytes {
+            self.counts = Vec::new();
+        }
+    }
+}
+
 /// Below this many keys `sort_unstable` is as fast.
 const SMALL: usize = 64;
 
