@@ -80,6 +80,7 @@ fn analyse(
     chunk: Vec<input::Item>,
     input_args: &InputArgs,
     analyzer: &neardup::pipeline::Analyzer,
+    seen: &mut neardup::pipeline::SeenTexts,
 ) -> Analysed {
     let inputs = chunk.len() as u64;
     let converted: Vec<Result<Pending, Reject>> = chunk
@@ -108,7 +109,7 @@ fn analyse(
             Err(reject) => a.rejects.push(reject),
         }
     }
-    a.prepared = analyzer.prepare(&a.records);
+    a.prepared = analyzer.prepare_run(&a.records, seen);
     a
 }
 
@@ -245,8 +246,10 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
         let analyzer = &analyzer;
         let pool = &analysis_pool;
         scope.spawn(move || {
+            // Records whose text repeats an earlier one's are not analysed again.
+            let mut seen = neardup::pipeline::SeenTexts::new();
             for chunk in rx {
-                let a = pool.install(|| analyse(chunk, input_args, analyzer));
+                let a = pool.install(|| analyse(chunk, input_args, analyzer, &mut seen));
                 if analysed_tx.send(a).is_err() {
                     break; // the decide stage stopped on an error
                 }

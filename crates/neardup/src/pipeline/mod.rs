@@ -148,26 +148,79 @@ const PARALLEL_PRESEARCH_MIN: usize = 64;
 /// [`Deduper::query_prepared`].
 #[derive(Debug)]
 pub struct PreparedRecord {
-    analysis: Result<Prepared, String>,
+    analysis: Analysed,
     /// The deduper's boilerplate generation the analysis saw.
     generation: u64,
 }
 
+/// What analysis made of a record.
+#[derive(Debug)]
+enum Analysed {
+    /// Its analysis, or why it cannot be used.
+    Done(Result<Prepared, String>),
+    /// Not analysed: its text (this hash of its fields, [`text_hash`]) is that of a record
+    /// before it in the run, whose analysis it takes when it is decided.
+    SameText(u128),
+}
+
 impl PreparedRecord {
-    /// Its fingerprint's value, unless the record cannot be used.
+    /// Its fingerprint's value, unless the record cannot be used (or was not analysed:
+    /// its text repeats an earlier record's, see [`Analyzer::prepare_run`]).
     pub fn fingerprint(&self) -> Option<u128> {
-        self.analysis.as_ref().ok().map(|p| p.fingerprint)
+        self.done().map(|p| p.fingerprint)
     }
 
-    /// Its word count, unless the record cannot be used.
+    /// Its word count, unless the record cannot be used (or was not analysed).
     pub fn tokens(&self) -> Option<usize> {
-        self.analysis.as_ref().ok().map(|p| p.tokens)
+        self.done().map(|p| p.tokens)
     }
 
     /// Why the record cannot be used (no words to fingerprint, for one), if it cannot.
     pub fn rejection(&self) -> Option<&str> {
-        self.analysis.as_ref().err().map(String::as_str)
+        match &self.analysis {
+            Analysed::Done(Err(reason)) => Some(reason),
+            _ => None,
+        }
     }
+
+    fn done(&self) -> Option<&Prepared> {
+        match &self.analysis {
+            Analysed::Done(Ok(p)) => Some(p),
+            _ => None,
+        }
+    }
+}
+
+/// The texts of the records a run's [`Analyzer::prepare_run`] calls have analysed, so that
+/// a record whose fields repeat an earlier record's byte for byte (a page crawled under two
+/// URLs, an article syndicated verbatim: a fifth of the bench corpus) is not analysed again:
+/// [`Deduper::process_prepared`] gives it the earlier record's analysis, which is what its
+/// own would be. It remembers at most [`SeenTexts::CAPACITY`] texts, 16 bytes each.
+#[derive(Debug, Default)]
+pub struct SeenTexts {
+    texts: FastSet<u128>,
+}
+
+impl SeenTexts {
+    /// How many distinct texts are remembered; later ones are analysed whatever repeats.
+    pub const CAPACITY: usize = 1 << 22;
+
+    /// None seen yet.
+    pub fn new() -> SeenTexts {
+        SeenTexts::default()
+    }
+}
+
+/// A hash of what a record's analysis depends on: each field's weight and text, in order.
+/// Records with equal hashes are analysed alike (under one profile and boilerplate).
+fn text_hash(record: &Record) -> u128 {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    for f in &record.fields {
+        h.update(&f.weight.to_le_bytes());
+        h.update(&(f.text.len() as u64).to_le_bytes());
+        h.update(f.text.as_bytes());
+    }
+    h.digest128()
 }
 
 /// Analysis apart from the deduper, so it can run on other threads and outside any lock
@@ -200,12 +253,58 @@ impl Analyzer {
         self.as_ref().prepare_one(record, scratch)
     }
 
+    /// [`prepare`](Self::prepare) for one batch of a run whose batches are all analysed
+    /// here, in order, and processed by [`Deduper::process_prepared`] in the same order: a
+    /// record whose fields repeat those of a record before it in the run (`seen`) is not
+    /// analysed; it gets that record's analysis when it is decided (or its own then, when
+    /// that record was not stored).
+    pub fn prepare_run(&self, records: &[Record], seen: &mut SeenTexts) -> Vec<PreparedRecord> {
+        let hashes: Vec<u128> = records.par_iter().map(text_hash).collect();
+        // In input order: the first record of a text is analysed and remembered.
+        let first: Vec<Option<bool>> = hashes
+            .iter()
+            .map(|h| {
+                if seen.texts.contains(h) {
+                    None
+                } else if seen.texts.len() < SeenTexts::CAPACITY {
+                    seen.texts.insert(*h);
+                    Some(true)
+                } else {
+                    Some(false)
+                }
+            })
+            .collect();
+        let this = self.as_ref();
+        records
+            .par_iter()
+            .zip(hashes.par_iter().zip(first.par_iter()))
+            .map(|(r, (&h, &first))| match first {
+                None => PreparedRecord {
+                    analysis: Analysed::SameText(h),
+                    generation: this.generation,
+                },
+                Some(remembered) => {
+                    let mut p = this.prepare_kept(r);
+                    if let (true, Analysed::Done(Ok(p))) = (remembered, &mut p.analysis) {
+                        p.text = Some(h);
+                    }
+                    p
+                }
+            })
+            .collect()
+    }
+
     /// The deduper's boilerplate generation this copy was taken at: when
     /// [`Deduper::analyzer_generation`] has moved on, take a new copy (records analysed
     /// by this one are analysed again when they are processed).
     pub fn generation(&self) -> u64 {
         self.generation
     }
+}
+
+thread_local! {
+    /// Each thread's analysis buffers, kept from record to record.
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::default();
 }
 
 /// Borrowed analysis state, shared by [`Analyzer`] and [`Deduper::process`].
@@ -221,24 +320,27 @@ impl AnalyzerRef<'_> {
         // One scratch per thread for good: rayon's `map_init` makes a fresh one for every
         // piece it splits the records into (about ten per call), and each grew its buffers
         // again from nothing. What a record of megabytes grew is freed after it.
-        thread_local! {
-            static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::default();
-        }
-        records
-            .par_iter()
-            .map(|r| {
-                SCRATCH.with_borrow_mut(|scratch| {
-                    let prepared = self.prepare_one(r, scratch);
-                    scratch.release_large();
-                    prepared
-                })
-            })
-            .collect()
+        records.par_iter().map(|r| self.prepare_kept(r)).collect()
+    }
+
+    /// [`prepare_one`](Self::prepare_one) with this thread's scratch.
+    fn prepare_kept(&self, record: &Record) -> PreparedRecord {
+        SCRATCH.with_borrow_mut(|scratch| {
+            let prepared = self.prepare_one(record, scratch);
+            scratch.release_large();
+            prepared
+        })
     }
 
     fn prepare_one(&self, record: &Record, scratch: &mut Scratch) -> PreparedRecord {
         PreparedRecord {
-            analysis: prepare(self.hasher, self.short, self.furniture, record, scratch),
+            analysis: Analysed::Done(prepare(
+                self.hasher,
+                self.short,
+                self.furniture,
+                record,
+                scratch,
+            )),
             generation: self.generation,
         }
     }
@@ -250,13 +352,29 @@ struct Prepared {
     /// The record's host ([`Record::effective_host`]: a URL parse, done once, here).
     host: Option<String>,
     features: Features,
-    language: Option<String>,
+    language: Option<&'static str>,
     shingle_count: usize,
     boilerplate_removed: usize,
     fingerprint: u128,
     content_hash: u128,
     shingles: Vec<u32>,
     tokens: usize,
+    /// Its [`text_hash`], when [`Analyzer::prepare_run`] remembered it: the deduper then
+    /// keeps its analysis for later records of the same text.
+    text: Option<u128>,
+}
+
+/// What the deduper keeps of a record it stored, for later records of its text
+/// ([`Analysed::SameText`]); the rest is in its `Meta` and its stored set.
+#[derive(Debug, Clone, Copy)]
+struct TextEntry {
+    handle: u64,
+    /// The boilerplate generation its analysis was made under.
+    generation: u64,
+    tokens: usize,
+    shingle_count: usize,
+    boilerplate_removed: usize,
+    language: Option<&'static str>,
 }
 
 /// The outcome of one record of a [`Deduper::process`] call.
@@ -421,6 +539,7 @@ impl DeduperBuilder {
             meta: FastMap::with_capacity_and_hasher(stored.len(), Default::default()),
             by_id: FastMap::with_capacity_and_hasher(stored.len(), Default::default()),
             by_content: FastMap::with_capacity_and_hasher(stored.len(), Default::default()),
+            by_text: FastMap::default(),
             members: FastMap::default(),
             radius: FastMap::default(),
             hosts: HashMap::new(),
@@ -476,6 +595,9 @@ pub struct Deduper<S: Store> {
     meta: FastMap<u64, Meta>,
     by_id: FastMap<Arc<str>, u64>,
     by_content: FastMap<u128, u64>,
+    /// Text hash -> the record stored by this deduper whose analysis later records of the
+    /// same text take ([`Analysed::SameText`]). Emptied by any erasure.
+    by_text: FastMap<u128, TextEntry>,
     /// Survivor handle -> member handles (survivor included).
     members: FastMap<u64, Vec<u64>>,
     /// Survivor handle -> an upper bound on the Jaccard distance of every member with the
@@ -1121,8 +1243,9 @@ impl<S: Store> Deduper<S> {
         record: &Record,
         prepared: PreparedRecord,
     ) -> Result<Vec<(String, Scores)>> {
+        let analysed = self.current(record, prepared);
         let prepared = self
-            .current(record, prepared)
+            .settle(record, analysed)?
             .map_err(|reason| Error::InvalidConfig {
                 field: "text",
                 value: record.id.clone(),
@@ -1201,11 +1324,61 @@ impl<S: Store> Deduper<S> {
 
     /// The analysis of `record` as this deduper makes it now: `prepared` itself, unless it
     /// was made with boilerplate that has changed since.
-    fn current(&self, record: &Record, prepared: PreparedRecord) -> Result<Prepared, String> {
+    fn current(&self, record: &Record, prepared: PreparedRecord) -> Analysed {
         if prepared.generation == self.generation {
             prepared.analysis
         } else {
-            self.prepare(record, &mut Scratch::default())
+            Analysed::Done(self.prepare(record, &mut Scratch::default()))
+        }
+    }
+
+    /// The analysis a record of `text` would get, taken from the record of that text this
+    /// deduper stored under the current boilerplate, when there is one.
+    fn same_text(&self, record: &Record, text: u128) -> Result<Option<Prepared>> {
+        let Some((e, meta)) = self.text_entry(text) else {
+            return Ok(None);
+        };
+        let shingles = match meta.features {
+            Features::ExactOnly => Vec::new(),
+            _ => match self.shingle_sets(&[e.handle])?.pop().flatten() {
+                Some(set) => set.to_vec(),
+                None => return Ok(None),
+            },
+        };
+        Ok(Some(Prepared {
+            host: record.effective_host(),
+            features: meta.features,
+            language: e.language,
+            shingle_count: e.shingle_count,
+            boilerplate_removed: e.boilerplate_removed,
+            fingerprint: meta.fingerprint,
+            content_hash: meta.content_hash,
+            shingles,
+            tokens: e.tokens,
+            text: None,
+        }))
+    }
+
+    /// The stored record of `text` analysed under the current boilerplate, if there is one.
+    fn text_entry(&self, text: u128) -> Option<(&TextEntry, &Meta)> {
+        let e = self.by_text.get(&text)?;
+        let meta = self.meta.get(&e.handle)?;
+        (e.generation == self.generation).then_some((e, meta))
+    }
+
+    /// A record's analysis, made now if it was left to the record of its text and that one
+    /// cannot give it.
+    fn settle(&self, record: &Record, analysed: Analysed) -> Result<Result<Prepared, String>> {
+        match analysed {
+            Analysed::Done(p) => Ok(p),
+            Analysed::SameText(text) => Ok(match self.same_text(record, text)? {
+                Some(p) => Ok(p),
+                None => SCRATCH.with_borrow_mut(|scratch| {
+                    let p = self.prepare(record, scratch);
+                    scratch.release_large();
+                    p
+                }),
+            }),
         }
     }
 
@@ -1227,7 +1400,7 @@ impl<S: Store> Deduper<S> {
         self.check()?;
         self.exclusive(|d, batch| {
             // After the sync: boilerplate another process committed may have changed.
-            let prepared: Vec<Result<Prepared, String>> = records
+            let prepared: Vec<Analysed> = records
                 .iter()
                 .zip(prepared)
                 .map(|(r, p)| d.current(r, p))
@@ -1240,15 +1413,14 @@ impl<S: Store> Deduper<S> {
     fn decide_all(
         &mut self,
         records: &[Record],
-        prepared: Vec<Result<Prepared, String>>,
+        prepared: Vec<Analysed>,
         now: Timestamp,
         batch: &mut Batch,
     ) -> Result<Vec<Outcome>> {
         let mut outcomes = Vec::with_capacity(records.len());
         let mut prepared = prepared.into_iter();
         for window in records.chunks(PRESEARCH_WINDOW) {
-            let window_prepared: Vec<Result<Prepared, String>> =
-                prepared.by_ref().take(window.len()).collect();
+            let window_prepared: Vec<Analysed> = prepared.by_ref().take(window.len()).collect();
             self.decide_window(window, window_prepared, now, batch, &mut outcomes)?;
         }
         Ok(outcomes)
@@ -1262,18 +1434,55 @@ impl<S: Store> Deduper<S> {
     fn decide_window(
         &mut self,
         records: &[Record],
-        prepared: Vec<Result<Prepared, String>>,
+        mut prepared: Vec<Analysed>,
         now: Timestamp,
         batch: &mut Batch,
         outcomes: &mut Vec<Outcome>,
     ) -> Result<()> {
+        // Records left to an earlier record of their text: that record is stored (its
+        // analysis is taken when the record is decided), or it is earlier in this window
+        // (decided first), or neither (its text is analysed now, in parallel).
+        let mut in_window: FastSet<u128> = FastSet::default();
+        let mut unresolved = Vec::new();
+        for (i, p) in prepared.iter().enumerate() {
+            match p {
+                Analysed::Done(Ok(Prepared { text: Some(t), .. })) => {
+                    in_window.insert(*t);
+                }
+                Analysed::SameText(t)
+                    if !in_window.contains(t) && self.text_entry(*t).is_none() =>
+                {
+                    unresolved.push(i);
+                }
+                _ => {}
+            }
+        }
+        if !unresolved.is_empty() {
+            let this = &*self;
+            let analysed: Vec<(usize, Result<Prepared, String>)> = unresolved
+                .into_par_iter()
+                .map(|i| {
+                    let p = SCRATCH.with_borrow_mut(|scratch| {
+                        let p = this.prepare(&records[i], scratch);
+                        scratch.release_large();
+                        p
+                    });
+                    (i, p)
+                })
+                .collect();
+            for (i, p) in analysed {
+                prepared[i] = Analysed::Done(p);
+            }
+        }
         let found: Vec<Option<Presearched>> = if records.len() >= PARALLEL_PRESEARCH_MIN {
             let this = &*self;
             records
                 .par_iter()
                 .zip(&prepared)
                 .map(|(record, p)| match p {
-                    Ok(p) if this.needs_search(record, p) => this.presearch(p).map(Some),
+                    Analysed::Done(Ok(p)) if this.needs_search(record, p) => {
+                        this.presearch(p).map(Some)
+                    }
                     _ => Ok(None),
                 })
                 .collect::<Result<_>>()?
@@ -1284,7 +1493,7 @@ impl<S: Store> Deduper<S> {
         self.group.clear();
         for (record, prepared) in records.iter().zip(prepared) {
             let found = found.next().flatten();
-            let outcome = match prepared {
+            let outcome = match self.settle(record, prepared)? {
                 Err(reason) => Outcome {
                     id: record.id.clone(),
                     decision: Decision::Rejected { reason },
@@ -1413,7 +1622,7 @@ impl<S: Store> Deduper<S> {
     ) -> Result<Outcome> {
         let fingerprint = self.fingerprint_hex(p.fingerprint);
         let (shingles, boilerplate_removed) = (p.shingle_count, p.boilerplate_removed);
-        let language = p.language.clone();
+        let language = p.language.map(str::to_owned);
         let host = p.host.take();
         if let Some(&h) = self.by_id.get(record.id.as_str()) {
             let meta = &self.meta[&h];
@@ -1533,13 +1742,23 @@ impl<S: Store> Deduper<S> {
             survivor,
             arrival,
             tokens: p.tokens.min(u32::MAX as usize) as u32,
-            language: p.language.clone(),
+            language: p.language.map(str::to_owned),
             features,
         };
         // `remember` drops the cluster's radius; a bounded newcomer with the survivor's
         // features widens it instead.
         let radius = self.radius.get(&survivor).copied();
         self.remember(&stored);
+        if let Some(text) = p.text {
+            self.by_text.entry(text).or_insert(TextEntry {
+                handle,
+                generation: self.generation,
+                tokens: p.tokens,
+                shingle_count: p.shingle_count,
+                boilerplate_removed: p.boilerplate_removed,
+                language: p.language,
+            });
+        }
         if let (Some(d), true) = (to_survivor, survivor != handle) {
             let bound = Bound::new(survivor, d);
             self.meta.get_mut(&handle).expect("just stored").bound = bound;
@@ -1848,6 +2067,8 @@ impl<S: Store> Deduper<S> {
         let Some(meta) = self.meta.remove(&h) else {
             return;
         };
+        // Nothing of an erased text stays, its hash included (the map is only a shortcut).
+        self.by_text.clear();
         self.by_id.remove(&meta.id);
         match meta.features {
             Features::Words => {
@@ -1942,13 +2163,14 @@ fn prepare(
     let mut prepared = Prepared {
         host,
         features: Features::Words,
-        language: analysis.language.as_ref().map(|l| l.code.to_owned()),
+        language: analysis.language.as_ref().map(|l| l.code),
         shingle_count: analysis.shingle_count,
         boilerplate_removed: analysis.boilerplate_removed,
         fingerprint: analysis.fingerprint.value(),
         content_hash: analysis.content_hash.0,
         shingles: analysis.shingles,
         tokens: analysis.token_count,
+        text: None,
     };
     if let Some((short_hasher, min_words)) = short {
         if prepared.tokens < min_words {

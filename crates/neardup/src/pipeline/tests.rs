@@ -953,3 +953,254 @@ fn a_hosts_boilerplate_is_left_out_of_copies_of_its_pages_on_other_hosts() {
     assert!(scores.jaccard > 0.9 && scores.distance <= 8, "{scores:?}");
     assert!(out[1].boilerplate_removed > 50);
 }
+
+/// One step of [`records_repeating_an_earlier_text_are_decided_as_if_analysed`].
+enum Step {
+    Batch(Vec<Record>),
+    Erase(&'static str),
+    LearnBoilerplate,
+}
+
+/// Runs `steps` on `d`, batches through `Analyzer::prepare_run` (records repeating an
+/// earlier record's text not analysed) or `process` (every record analysed); answers every
+/// outcome, then what the store holds.
+fn run_steps<S: Store>(mut d: Deduper<S>, steps: &[Step], run: bool) -> (Vec<Outcome>, String) {
+    let mut seen = SeenTexts::new();
+    let mut analyzer = d.analyzer();
+    let mut outcomes = Vec::new();
+    for step in steps {
+        match step {
+            Step::Batch(records) if run => {
+                // A copy taken before boilerplate was learned stays stale on purpose for
+                // one batch: stale analyses, repeats included, are made again.
+                let prepared = analyzer.prepare_run(records, &mut seen);
+                outcomes.extend(d.process_prepared(records, prepared, t(NOW)).unwrap());
+                analyzer = d.analyzer();
+            }
+            Step::Batch(records) => outcomes.extend(d.process(records, t(NOW)).unwrap()),
+            Step::Erase(id) => {
+                d.erase(&[id]).unwrap();
+                assert!(
+                    d.by_text.is_empty(),
+                    "an erasure leaves no text hash behind"
+                );
+            }
+            Step::LearnBoilerplate => {
+                let h = d.hasher().clone();
+                let mut learner = crate::text::BoilerplateLearner::new(0.05, 20, 1000);
+                for i in 0..30 {
+                    let page = format!("{} {}", doc(7, 60), doc(500 + i, 40));
+                    learner.add_page("site.example", &h.shingle_set(&page));
+                }
+                d.learn_boilerplate(learner.finish()).unwrap();
+            }
+        }
+    }
+    let mut stored = Vec::new();
+    d.store.load(&mut |r| stored.push(r)).unwrap();
+    stored.sort_by_key(|r| r.handle);
+    let mut state = String::new();
+    for r in &stored {
+        let set = d.store.shingles(r.handle).unwrap();
+        state += &format!("{r:?} {set:?}\n");
+    }
+    let mut merges = Vec::new();
+    d.store
+        .merges(&mut |m| merges.push(format!("{m:?}")))
+        .unwrap();
+    state += &merges.join("\n");
+    (outcomes, state)
+}
+
+#[test]
+fn records_repeating_an_earlier_text_are_decided_as_if_analysed() {
+    let rule = Rule {
+        min_words: 20,
+        ..Rule::default()
+    };
+    let with_template = |body: &str| format!("{} {body}", doc(7, 60));
+    let copy = |id: &str, text: &str, url: &str, first_seen: &str| {
+        Record::new(id, text)
+            .with_url(url)
+            .with_first_seen(t(first_seen))
+    };
+    let a = doc(1, 300);
+    let b = doc(2, 200);
+    let c = with_template(&doc(3, 120));
+    let short = doc(4, 8);
+    let mut weighted = Record::new("w1", a.clone());
+    weighted.fields[0].weight = 3;
+    let mut batch1 = vec![
+        copy("a", &a, "https://one.example/a", "2026-01-02T00:00:00Z"),
+        // Copies in the same window: one earlier (it displaces the survivor), one later.
+        copy(
+            "a-copy1",
+            &a,
+            "https://two.example/a",
+            "2026-01-01T00:00:00Z",
+        ),
+        copy(
+            "a-copy2",
+            &a,
+            "https://three.example/a",
+            "2026-01-03T00:00:00Z",
+        ),
+        copy("b", &b, "https://one.example/b", "2026-01-02T00:00:00Z"),
+        copy(
+            "a-edit",
+            &edit(&a, 3),
+            "https://one.example/e",
+            "2026-01-02T00:00:00Z",
+        ),
+        copy(
+            "short",
+            &short,
+            "https://one.example/s",
+            "2026-01-02T00:00:00Z",
+        ),
+        copy(
+            "short-copy",
+            &short,
+            "https://two.example/s",
+            "2026-01-02T00:00:00Z",
+        ),
+        copy("c", &c, "https://site.example/c", "2026-01-02T00:00:00Z"),
+        weighted,
+        // The same text twice in records of two fields, and the fields swapped.
+        Record::new("two", "").with_url("https://two.example/2"),
+        Record::new("two-copy", "").with_url("https://two.example/3"),
+        Record::new("two-swapped", "").with_url("https://two.example/4"),
+    ];
+    for (i, r) in batch1.iter_mut().rev().take(3).enumerate() {
+        let (x, y) = if i == 0 { (&b, &c) } else { (&c, &b) };
+        let field = |name: &str, text: &String| crate::record::TextField {
+            name: name.into(),
+            text: text.clone(),
+            weight: 1,
+        };
+        r.fields = vec![field("title", x), field("body_text", y)];
+    }
+    // Filler, so that the records above span presearch windows.
+    for i in 0..(PRESEARCH_WINDOW as u64 + 40) {
+        batch1.push(Record::new(format!("f{i}"), doc(100 + i, 60)));
+    }
+    batch1.push(copy(
+        "b-late",
+        &b,
+        "https://four.example/b",
+        "2026-01-04T00:00:00Z",
+    ));
+    let steps = vec![
+        Step::Batch(batch1.clone()),
+        Step::Batch(vec![
+            // Across batches; a copy whose id is stored with other text (rejected), then
+            // a copy of that rejected record's text under a fresh id.
+            copy(
+                "a-copy3",
+                &a,
+                "https://five.example/a",
+                "2026-01-05T00:00:00Z",
+            ),
+            copy(
+                "b",
+                &edit(&b, 40),
+                "https://six.example/b",
+                "2026-01-05T00:00:00Z",
+            ),
+            copy(
+                "b2",
+                &edit(&b, 40),
+                "https://six.example/b2",
+                "2026-01-05T00:00:00Z",
+            ),
+            copy(
+                "short-copy2",
+                &short,
+                "https://five.example/s",
+                "2026-01-05T00:00:00Z",
+            ),
+        ]),
+        // New boilerplate: copies of `c` are analysed under it, not as `c` was (the first
+        // by an analyzer copied before it, the second by one copied after).
+        Step::LearnBoilerplate,
+        Step::Batch(vec![copy(
+            "c-copy",
+            &c,
+            "https://other.example/c",
+            "2026-01-06T00:00:00Z",
+        )]),
+        Step::Batch(vec![copy(
+            "c-copy2",
+            &c,
+            "https://other.example/c2",
+            "2026-01-07T00:00:00Z",
+        )]),
+        // Erasing a text's first record: its later copies cannot take its analysis.
+        Step::Erase("b"),
+        Step::Batch(vec![copy(
+            "b-again",
+            &b,
+            "https://seven.example/b",
+            "2026-01-06T00:00:00Z",
+        )]),
+        // The whole first batch again: already stored, repeats and all.
+        Step::Batch(batch1),
+    ];
+    let open = || {
+        Deduper::builder()
+            .rule(rule)
+            .open(MemoryStore::new())
+            .unwrap()
+    };
+    let (want, want_state) = run_steps(open(), &steps, false);
+    let (got, got_state) = run_steps(open(), &steps, true);
+    assert_eq!(got, want);
+    assert_eq!(got_state, want_state);
+    assert!(want.iter().any(|o| matches!(
+        &o.decision,
+        Decision::Merged {
+            rule: MergeRule::Exact,
+            ..
+        }
+    )));
+    assert!(want
+        .iter()
+        .any(|o| matches!(o.decision, Decision::AlreadyStored { .. })));
+
+    // The same over SQLite, whose sets are read back from the file.
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let open = |name: &str| {
+        Deduper::builder()
+            .rule(rule)
+            .set_cache_bytes(0)
+            .open(SqliteStore::open(&tmp.path().join(name)).unwrap())
+            .unwrap()
+    };
+    let (want, want_state) = run_steps(open("full.db"), &steps, false);
+    let (got, got_state) = run_steps(open("run.db"), &steps, true);
+    assert_eq!(got, want);
+    assert_eq!(got_state, want_state);
+}
+
+#[test]
+fn a_run_leaves_repeated_texts_unanalysed_until_decided() {
+    let d = memory();
+    let a = doc(1, 100);
+    let records = [
+        Record::new("a", a.clone()),
+        Record::new("a2", a.clone()),
+        Record::new("b", doc(2, 100)),
+    ];
+    let mut seen = SeenTexts::new();
+    let analyzer = d.analyzer();
+    let first = analyzer.prepare_run(&records, &mut seen);
+    assert!(first[0].fingerprint().is_some() && first[2].fingerprint().is_some());
+    assert!(first[1].fingerprint().is_none(), "a repeat is not analysed");
+    let later = analyzer.prepare_run(&records[..1], &mut seen);
+    assert!(later[0].fingerprint().is_none(), "nor in a later batch");
+    // Without the run's memory every record is analysed.
+    assert!(analyzer
+        .prepare(&records)
+        .iter()
+        .all(|p| p.fingerprint().is_some()));
+}
