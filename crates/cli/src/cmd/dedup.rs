@@ -11,6 +11,7 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
+use neardup::pipeline::FirstPass;
 use neardup::pipeline::MergeRule;
 use neardup::store::MergeLogEntry;
 use neardup::text::BoilerplateLearner;
@@ -78,15 +79,18 @@ struct Analysed {
 /// Parses, converts and analyses one chunk (in parallel).
 fn analyse(
     chunk: Vec<input::Item>,
+    base: u64,
     input_args: &InputArgs,
     analyzer: &neardup::pipeline::Analyzer,
     seen: &mut neardup::pipeline::SeenTexts,
+    first_passes: &mut FirstPasses,
 ) -> Analysed {
     let inputs = chunk.len() as u64;
     let converted: Vec<Result<Pending, Reject>> = chunk
         .into_par_iter()
         .map(|item| item.parse(input_args).and_then(|r| convert(r, input_args)))
         .collect();
+    let mut first = Vec::new();
     let mut a = Analysed {
         records: Vec::with_capacity(converted.len()),
         extras: Vec::with_capacity(converted.len()),
@@ -95,9 +99,14 @@ fn analyse(
         inputs,
         text_bytes: 0,
     };
-    for c in converted {
+    for (seq, c) in (base..).zip(converted) {
+        let first_pass = first_passes.by_seq.remove(&seq);
         match c {
             Ok((record, object, origin)) => {
+                if let Some(f) = &first_pass {
+                    first_passes.bytes -= f.heap_bytes();
+                }
+                first.push(first_pass);
                 a.text_bytes += record
                     .fields
                     .iter()
@@ -109,7 +118,7 @@ fn analyse(
             Err(reject) => a.rejects.push(reject),
         }
     }
-    a.prepared = analyzer.prepare_run(&a.records, seen);
+    a.prepared = analyzer.prepare_run(&a.records, seen, first);
     a
 }
 
@@ -217,8 +226,9 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
     // Pass 1: learn each host's boilerplate from the input (needs re-readable input).
     let reads_stdin =
         args.input.files.is_empty() || args.input.files.iter().any(|p| p == Path::new("-"));
+    let mut first_passes = FirstPasses::default();
     if !args.no_boilerplate && !reads_stdin {
-        learn_boilerplate(args, &mut deduper, &analysis_pool, show)?;
+        first_passes = learn_boilerplate(args, &mut deduper, &analysis_pool, show)?;
     }
     let learned_at = started.elapsed();
 
@@ -246,10 +256,24 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
         let analyzer = &analyzer;
         let pool = &analysis_pool;
         scope.spawn(move || {
-            // Records whose text repeats an earlier one's are not analysed again.
+            // Records whose text repeats an earlier one's are not analysed again, nor are
+            // those the boilerplate pass analysed.
             let mut seen = neardup::pipeline::SeenTexts::new();
+            let mut first_passes = first_passes;
+            let mut next = 0u64;
             for chunk in rx {
-                let a = pool.install(|| analyse(chunk, input_args, analyzer, &mut seen));
+                let base = next;
+                next += chunk.len() as u64;
+                let a = pool.install(|| {
+                    analyse(
+                        chunk,
+                        base,
+                        input_args,
+                        analyzer,
+                        &mut seen,
+                        &mut first_passes,
+                    )
+                });
                 if analysed_tx.send(a).is_err() {
                     break; // the decide stage stopped on an error
                 }
@@ -680,7 +704,8 @@ fn write_kept_chunk(
 /// input order either way, so what is learned does not change.
 #[derive(Default)]
 struct Deferred {
-    by_host: HashMap<String, Vec<input::Item>>,
+    /// Each page with its place in the input.
+    by_host: HashMap<String, Vec<(u64, input::Item)>>,
     /// Bytes of the deferred lines (each on its own: their input blocks are not held).
     bytes: usize,
 }
@@ -697,7 +722,7 @@ impl Deferred {
         }
     }
 
-    fn defer(&mut self, host: String, item: input::Item) {
+    fn defer(&mut self, host: String, seq: u64, item: input::Item) {
         // The line on its own (a copy, or for a mapped file its range): the line itself would
         // keep its whole input block in memory.
         let item = match item {
@@ -709,34 +734,53 @@ impl Deferred {
             done => done,
         };
         self.bytes += Self::size(&item);
-        self.by_host.entry(host).or_default().push(item);
+        self.by_host.entry(host).or_default().push((seq, item));
     }
 
     /// Moves `host`'s deferred pages, in order, to `out`.
-    fn take(&mut self, host: &str, out: &mut Vec<(input::Item, String)>) {
+    fn take(&mut self, host: &str, out: &mut Vec<(u64, input::Item, String)>) {
         if let Some(items) = self.by_host.remove(host) {
-            for item in items {
+            for (seq, item) in items {
                 self.bytes -= Self::size(&item);
-                out.push((item, host.to_owned()));
+                out.push((seq, item, host.to_owned()));
             }
         }
     }
 
-    fn take_all(&mut self, out: &mut Vec<(input::Item, String)>) {
+    fn take_all(&mut self, out: &mut Vec<(u64, input::Item, String)>) {
         for (host, items) in self.by_host.drain() {
-            out.extend(items.into_iter().map(|item| (item, host.clone())));
+            out.extend(
+                items
+                    .into_iter()
+                    .map(|(seq, item)| (seq, item, host.clone())),
+            );
         }
         self.bytes = 0;
     }
 }
+
+/// Sampled pages' analyses made by the boilerplate pass, by their place in the input, for the
+/// main pass to finish.
+#[derive(Default)]
+struct FirstPasses {
+    by_seq: HashMap<u64, FirstPass>,
+    bytes: usize,
+}
+
+/// The memory the boilerplate pass may hold in sampled pages' analyses for the main pass
+/// (the 1 GB bench corpus needs about 520 MB for all of them); pages past it are analysed
+/// again.
+const FIRST_PASS_BYTES: usize = 768 << 20;
 
 fn learn_boilerplate(
     args: &DedupArgs,
     deduper: &mut Deduper<Box<dyn Store>>,
     pool: &rayon::ThreadPool,
     show: bool,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<FirstPasses> {
     let hasher = deduper.hasher().clone();
+    let analyzer = deduper.analyzer();
+    let mut first_passes = FirstPasses::default();
     let mut learner =
         BoilerplateLearner::new(args.boilerplate_share, args.boilerplate_min_pages, 1000)
             .with_min_count(args.boilerplate_min_count);
@@ -746,68 +790,143 @@ fn learn_boilerplate(
     // line; only the pages a host still samples are parsed whole and shingled, in
     // parallel, and the learner counts each host's pages in parallel too.
     let mut deferred = Deferred::default();
+    let (analyzer, hasher) = (&analyzer, &hasher);
+    std::thread::scope(|scope| -> anyhow::Result<()> {
+        let (reader, rx) = spawn_reader(scope, input_args, 4096);
+        pool.in_place_scope(|pool_scope| -> anyhow::Result<()> {
+            let mut in_flight = std::collections::VecDeque::new();
+            let mut seen = 0u64;
+            for chunk in rx {
+                let base = seen;
+                seen += chunk.len() as u64;
+                let hosts: Vec<Option<String>> = pool.install(|| {
+                    chunk
+                        .par_iter()
+                        .map(|item| match item {
+                            input::Item::Line { bytes, .. } if input_args.jsonl => {
+                                input::probe_host(bytes, input_args)
+                            }
+                            _ => None,
+                        })
+                        .collect()
+                });
+                let mut sampled = Vec::new();
+                for ((seq, item), host) in (base..).zip(chunk).zip(hosts) {
+                    let Some(host) = host else { continue };
+                    if !learner.begin_page(&host) {
+                        continue;
+                    }
+                    if learner.pages(&host) < args.boilerplate_min_pages {
+                        deferred.defer(host, seq, item);
+                    } else {
+                        deferred.take(&host, &mut sampled);
+                        sampled.push((seq, item, host));
+                    }
+                }
+                if deferred.bytes > DEFERRED_BYTES {
+                    deferred.take_all(&mut sampled);
+                }
+                // Each sampled page's boilerplate-free analysis, for the main pass to finish
+                // (while memory allows: the count lags by the chunks in flight), or just its
+                // shingles. Chunks are analysed while the next ones are read and sampled, a few
+                // at a time: one page of megabytes keeps a thread busy long after the rest of
+                // its chunk, and the next chunk's pages fill the other.
+                let keep = first_passes.bytes < FIRST_PASS_BYTES;
+                let (tx, done) = std::sync::mpsc::sync_channel(1);
+                pool_scope.spawn(move |_| {
+                    let _ = tx.send(analyse_sampled(sampled, keep, input_args, analyzer, hasher));
+                });
+                in_flight.push_back(done);
+                while in_flight.len() > ANALYSES_IN_FLIGHT {
+                    learn(in_flight.pop_front(), pool, &mut learner, &mut first_passes);
+                }
+                progress.set_position(seen);
+            }
+            while !in_flight.is_empty() {
+                learn(in_flight.pop_front(), pool, &mut learner, &mut first_passes);
+            }
+            Ok(())
+        })?;
+        reader.join().expect("the reader thread does not panic")
+    })?;
+    progress.finish_and_clear();
+    deduper.learn_boilerplate(learner.finish())?;
+    Ok(first_passes)
+}
+
+/// Chunks of sampled pages the boilerplate pass analyses at once.
+const ANALYSES_IN_FLIGHT: usize = 2;
+
+/// A sampled page's host, distinct shingles and, when kept, analysis for the main pass.
+type SampledPage = (String, Arc<[u64]>, Option<(u64, FirstPass)>);
+
+/// Analyses the sampled pages of a chunk, in parallel: the boilerplate-free half of their
+/// analysis for the main pass while `keep` (or just their shingles).
+fn analyse_sampled(
+    sampled: Vec<(u64, input::Item, String)>,
+    keep: bool,
+    input_args: &InputArgs,
+    analyzer: &neardup::pipeline::Analyzer,
+    hasher: &neardup::SimHasher,
+) -> Vec<SampledPage> {
     // One scratch per analysis thread, kept from chunk to chunk (`map_init` would make
     // about ten a chunk, each growing its buffers again).
     thread_local! {
         static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::default();
     }
-    std::thread::scope(|scope| -> anyhow::Result<()> {
-        let (reader, rx) = spawn_reader(scope, input_args, 4096);
-        let mut seen = 0u64;
-        for chunk in rx {
-            seen += chunk.len() as u64;
-            let hosts: Vec<Option<String>> = pool.install(|| {
-                chunk
-                    .par_iter()
-                    .map(|item| match item {
-                        input::Item::Line { bytes, .. } if input_args.jsonl => {
-                            input::probe_host(bytes, input_args)
-                        }
-                        _ => None,
+    sampled
+        .into_par_iter()
+        .map(|(seq, item, host)| {
+            let record = item.parse(input_args).ok()?;
+            let record = Record {
+                fields: record
+                    .fields
+                    .into_iter()
+                    .map(|(name, text)| TextField {
+                        weight: input_args.weight_of(&name),
+                        name,
+                        text,
                     })
-                    .collect()
-            });
-            let mut sampled = Vec::new();
-            for (item, host) in chunk.into_iter().zip(hosts) {
-                let Some(host) = host else { continue };
-                if !learner.begin_page(&host) {
-                    continue;
-                }
-                if learner.pages(&host) < args.boilerplate_min_pages {
-                    deferred.defer(host, item);
-                } else {
-                    deferred.take(&host, &mut sampled);
-                    sampled.push((item, host));
+                    .collect(),
+                ..Record::new(String::new(), String::new())
+            };
+            if keep {
+                if let Some(first) = analyzer.first_pass(&record) {
+                    return Some((host, first.shingles().clone(), Some((seq, first))));
                 }
             }
-            if deferred.bytes > DEFERRED_BYTES {
-                deferred.take_all(&mut sampled);
-            }
-            let sets: Vec<(String, Vec<u64>)> = pool.install(|| {
-                sampled
-                    .into_par_iter()
-                    .map(|(item, host)| {
-                        let record = item.parse(input_args).ok()?;
-                        let texts: Vec<&str> =
-                            record.fields.iter().map(|(_, t)| t.as_str()).collect();
-                        let set = SCRATCH.with_borrow_mut(|scratch| {
-                            let set = hasher.distinct_shingles_with(&texts, scratch);
-                            scratch.release_large();
-                            set
-                        });
-                        Some((host, set))
-                    })
-                    .flatten()
-                    .collect()
+            let texts: Vec<&str> = record.fields.iter().map(|f| f.text.as_str()).collect();
+            let set = SCRATCH.with_borrow_mut(|scratch| {
+                let set = hasher.distinct_shingles_with(&texts, scratch);
+                scratch.release_large();
+                set
             });
-            pool.install(|| learner.sample_pages(sets));
-            progress.set_position(seen);
+            Some((host, set, None))
+        })
+        .flatten()
+        .collect()
+}
+
+/// Counts an analysed chunk of sampled pages (the oldest in flight) and keeps their
+/// analyses for the main pass.
+fn learn(
+    done: Option<std::sync::mpsc::Receiver<Vec<SampledPage>>>,
+    pool: &rayon::ThreadPool,
+    learner: &mut BoilerplateLearner,
+    first_passes: &mut FirstPasses,
+) {
+    let Some(pages) = done.and_then(|d| d.recv().ok()) else {
+        return;
+    };
+    let mut sets = Vec::with_capacity(pages.len());
+    for (host, set, first) in pages {
+        if let Some((seq, first)) = first {
+            first_passes.bytes += first.heap_bytes();
+            first_passes.by_seq.insert(seq, first);
         }
-        reader.join().expect("the reader thread does not panic")
-    })?;
-    progress.finish_and_clear();
-    deduper.learn_boilerplate(learner.finish())?;
-    Ok(())
+        sets.push((host, set));
+    }
+    pool.install(|| learner.sample_pages(sets));
 }
 
 /// Spool lines rendered together (in parallel) into kept.jsonl lines. Rendering runs a

@@ -4,6 +4,7 @@
 //! of each bit's total gives the bit (Charikar's hyperplane rounding), so documents that share
 //! most shingles differ in few bits.
 
+mod pre;
 mod profile;
 pub(crate) mod vote;
 
@@ -12,6 +13,7 @@ use std::fmt;
 use blake2::digest::consts::U8;
 use blake2::{Blake2b, Digest};
 
+pub use pre::PreAnalysis;
 pub use profile::{FingerprintBits, HashAlgo, Profile, WeightingTag, FORMAT_VERSION};
 
 use crate::exact::{ContentHash, FIELD_SEPARATOR};
@@ -171,7 +173,7 @@ pub struct Scratch {
     strs: Vec<(usize, usize)>,
     sort: crate::text::sort::SortBuffers,
     sort_ids: crate::text::sort::SortBuffers<u32>,
-    table: Vec<u64>,
+    table: crate::text::sort::DistinctTable,
     distinct: Vec<u64>,
     removed: usize,
     voted: usize,
@@ -204,7 +206,7 @@ impl Scratch {
         release(&mut self.all_shingles);
         release(&mut self.bytes);
         release(&mut self.strs);
-        release(&mut self.table);
+        self.table.release_large(Self::KEEP_BYTES);
         release(&mut self.distinct);
         self.sort.release_large(Self::KEEP_BYTES);
         self.sort_ids.release_large(Self::KEEP_BYTES);
@@ -554,20 +556,22 @@ impl SimHasher {
     /// particular order: what boilerplate learning counts, which sorts a bucket of pages
     /// at once and needs each page's shingles only once. Repeats are dropped through a
     /// small hash table instead of a sort, half the work.
-    pub fn distinct_shingles_with(&self, texts: &[&str], scratch: &mut Scratch) -> Vec<u64> {
+    pub fn distinct_shingles_with(
+        &self,
+        texts: &[&str],
+        scratch: &mut Scratch,
+    ) -> std::sync::Arc<[u64]> {
         scratch.all_shingles.clear();
         for text in texts {
             self.field_shingles(text, scratch);
             scratch.all_shingles.extend_from_slice(&scratch.field);
         }
         scratch.distinct.clear();
-        crate::text::sort::distinct_into(
-            &scratch.all_shingles,
-            &mut scratch.table,
-            &mut scratch.distinct,
-        );
+        scratch
+            .table
+            .distinct(&scratch.all_shingles, &mut scratch.distinct);
         // A copy of exactly the set's size: learners hold thousands of these at once.
-        scratch.distinct.clone()
+        std::sync::Arc::from(&scratch.distinct[..])
     }
 
     /// Fingerprints a bag of features with positive integer weights (seed 001); a feature is

@@ -427,6 +427,78 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn prop_a_finished_pre_analysis_is_the_analysis(
+        seeds in proptest::collection::vec((any::<u64>(), 1usize..300), 1..4),
+        vocabulary in 3u64..400,
+        drop_every in 0usize..6,
+        languages in any::<bool>(),
+    ) {
+        // Repetitive texts (small vocabularies repeat shingles), boilerplate taking a share
+        // of their shingles, all of them (every other pass) or none; one scratch throughout.
+        let h = SimHasher::builder().detect_language(languages).build().unwrap();
+        let docs: Vec<String> = seeds
+            .iter()
+            .map(|&(seed, words)| random_doc(seed, words, vocabulary))
+            .collect();
+        let fields: Vec<Field<'_>> = docs.iter().map(|d| Field::weighted(d, 1)).collect();
+        let all = h.analyze(&fields, None, &mut Scratch::default()).unwrap();
+        let boilerplate = [
+            (drop_every > 0).then(|| {
+                Boilerplate::from_hashes(all.shingles.iter().copied().step_by(drop_every))
+            }),
+            Some(Boilerplate::from_hashes(all.shingles.iter().copied())),
+            None,
+        ];
+        let mut scratch = Scratch::default();
+        let pre = h.pre_analyze(&fields, &mut scratch).unwrap().unwrap();
+        prop_assert_eq!(pre.token_count(), all.token_count);
+        let mut set: Vec<u64> = pre.shingles().to_vec();
+        set.sort_unstable();
+        prop_assert_eq!(&set, &all.shingles);
+        for b in &boilerplate {
+            let want = h.analyze_ids(&fields, b.as_ref(), &mut Scratch::default());
+            let got = h.finish_analysis(&pre, b.as_ref(), &mut scratch);
+            match (want, got) {
+                (Ok(want), Ok(got)) => prop_assert_eq!(want, got),
+                (Err(want), Err(got)) => prop_assert_eq!(want.to_string(), got.to_string()),
+                (want, got) => prop_assert!(false, "{want:?} against {got:?}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn pre_analysis_serves_only_the_default_kind_of_vote() {
+    let text = random_doc(1, 50, 40);
+    let unit = [Field::weighted(&text, 1)];
+    let mut scratch = Scratch::default();
+    assert!(hasher().pre_analyze(&unit, &mut scratch).is_some());
+    assert!(hasher()
+        .pre_analyze(&[Field::weighted(&text, 2)], &mut scratch)
+        .is_none());
+    for h in [
+        SimHasher::builder()
+            .weighting(Weighting::Presence)
+            .build()
+            .unwrap(),
+        SimHasher::builder()
+            .bits(FingerprintBits::Bits128)
+            .build()
+            .unwrap(),
+        SimHasher::builder().stopwords(true).build().unwrap(),
+    ] {
+        assert!(h.pre_analyze(&unit, &mut scratch).is_none());
+    }
+    assert!(matches!(
+        hasher().pre_analyze(&[Field::weighted("", 1)], &mut scratch),
+        Some(Err(Error::EmptyFeatureBag { .. }))
+    ));
+}
+
 #[test]
 fn one_scratch_serves_many_shingle_sets_and_analyses_without_growing() {
     // Boilerplate learning makes thousands of sets with one scratch per thread: nothing of
@@ -469,7 +541,7 @@ fn a_kept_scratch_lets_go_of_what_a_huge_text_grew() {
         + scratch.all_tokens.capacity()
         + scratch.field.capacity()
         + scratch.all_shingles.capacity()
-        + scratch.table.capacity()
+        + scratch.table.values.capacity()
         + scratch.distinct.capacity();
     assert!(held * 8 <= 6 << 20, "{held} words held");
     // And the scratch still analyses as a fresh one does.
@@ -479,4 +551,20 @@ fn a_kept_scratch_lets_go_of_what_a_huge_text_grew() {
         .analyze_ids(&fields, None, &mut Scratch::default())
         .unwrap();
     assert_eq!(reused, fresh);
+}
+
+#[test]
+fn a_finished_pre_analysis_reads_the_language_of_the_longest_field() {
+    let h = SimHasher::builder().detect_language(true).build().unwrap();
+    let english = "the cat sat on the mat and it was happy with the sun".repeat(2);
+    let german =
+        "der hund und die katze sind in dem haus und sie haben es gut mit der sonne ".repeat(6);
+    let fields = [Field::weighted(&english, 1), Field::weighted(&german, 1)];
+    let want = h
+        .analyze_ids(&fields, None, &mut Scratch::default())
+        .unwrap();
+    assert_eq!(want.language.as_ref().map(|l| l.code), Some("deu"));
+    let mut scratch = Scratch::default();
+    let pre = h.pre_analyze(&fields, &mut scratch).unwrap().unwrap();
+    assert_eq!(h.finish_analysis(&pre, None, &mut scratch).unwrap(), want);
 }

@@ -211,6 +211,29 @@ impl SeenTexts {
     }
 }
 
+/// A record's analysis as far as it does not depend on boilerplate, made while boilerplate is
+/// learned (see [`Analyzer::first_pass`]) and finished by [`Analyzer::prepare_run`] once it
+/// is known, instead of analysing the record again.
+#[derive(Debug, Clone)]
+pub struct FirstPass {
+    /// The record's [`text_hash`]: a record of other text is analysed afresh.
+    text: u128,
+    pre: crate::fingerprint::PreAnalysis,
+}
+
+impl FirstPass {
+    /// The record's distinct shingles (boilerplate included), in no particular order: what
+    /// boilerplate learning counts.
+    pub fn shingles(&self) -> &Arc<[u64]> {
+        self.pre.shingles()
+    }
+
+    /// About how many bytes of memory it holds.
+    pub fn heap_bytes(&self) -> usize {
+        self.pre.heap_bytes()
+    }
+}
+
 /// A hash of what a record's analysis depends on: each field's weight and text, in order.
 /// Records with equal hashes are analysed alike (under one profile and boilerplate).
 fn text_hash(record: &Record) -> u128 {
@@ -253,12 +276,47 @@ impl Analyzer {
         self.as_ref().prepare_one(record, scratch)
     }
 
+    /// The half of `record`'s analysis that boilerplate does not change, for
+    /// [`prepare_run`](Self::prepare_run) to finish; `None` where the profile or the record
+    /// needs the whole analysis then (weighted fields, a profile other than the default
+    /// kind of vote, a record short enough for the short-text rule, no words).
+    pub fn first_pass(&self, record: &Record) -> Option<FirstPass> {
+        let fields = fields_of(record);
+        let pre = SCRATCH.with_borrow_mut(|scratch| {
+            let pre = self.hasher.pre_analyze(&fields, scratch);
+            scratch.release_large();
+            pre
+        })?;
+        let pre = pre.ok()?;
+        if self
+            .short
+            .as_ref()
+            .is_some_and(|&(_, min_words)| pre.token_count() < min_words)
+        {
+            return None;
+        }
+        Some(FirstPass {
+            text: text_hash(record),
+            pre,
+        })
+    }
+
     /// [`prepare`](Self::prepare) for one batch of a run whose batches are all analysed
     /// here, in order, and processed by [`Deduper::process_prepared`] in the same order: a
     /// record whose fields repeat those of a record before it in the run (`seen`) is not
     /// analysed; it gets that record's analysis when it is decided (or its own then, when
-    /// that record was not stored).
-    pub fn prepare_run(&self, records: &[Record], seen: &mut SeenTexts) -> Vec<PreparedRecord> {
+    /// that record was not stored). A record with its [`first_pass`](Self::first_pass) in
+    /// `first` (one entry per record, or none at all) has that analysis finished.
+    pub fn prepare_run(
+        &self,
+        records: &[Record],
+        seen: &mut SeenTexts,
+        mut first_passes: Vec<Option<FirstPass>>,
+    ) -> Vec<PreparedRecord> {
+        assert!(
+            first_passes.is_empty() || first_passes.len() == records.len(),
+            "one entry per record"
+        );
         let hashes: Vec<u128> = records.par_iter().map(text_hash).collect();
         // In input order: the first record of a text is analysed and remembered.
         let first: Vec<Option<bool>> = hashes
@@ -275,16 +333,26 @@ impl Analyzer {
             })
             .collect();
         let this = self.as_ref();
+        first_passes.resize_with(records.len(), || None);
         records
             .par_iter()
             .zip(hashes.par_iter().zip(first.par_iter()))
-            .map(|(r, (&h, &first))| match first {
+            .zip(first_passes.par_iter())
+            .map(|((r, (&h, &first)), first_pass)| match first {
                 None => PreparedRecord {
                     analysis: Analysed::SameText(h),
                     generation: this.generation,
                 },
                 Some(remembered) => {
-                    let mut p = this.prepare_kept(r);
+                    let mut p = match first_pass.as_ref().filter(|f| f.text == h) {
+                        Some(f) => PreparedRecord {
+                            analysis: Analysed::Done(SCRATCH.with_borrow_mut(|scratch| {
+                                prepare_finished(this.hasher, this.furniture, r, f, scratch)
+                            })),
+                            generation: this.generation,
+                        },
+                        None => this.prepare_kept(r),
+                    };
                     if let (true, Analysed::Done(Ok(p))) = (remembered, &mut p.analysis) {
                         p.text = Some(h);
                     }
@@ -2136,6 +2204,48 @@ impl<S: Store> Deduper<S> {
 }
 
 /// Analyses one record (in parallel with others): fingerprint, content hash, verification set.
+/// The fields of `record` as analysis weighs them.
+fn fields_of(record: &Record) -> Vec<Field<'_>> {
+    record
+        .fields
+        .iter()
+        .map(|f| Field::weighted(&f.text, f.weight.max(1)))
+        .collect()
+}
+
+/// [`prepare`] of a record whose boilerplate-free half was made by [`Analyzer::first_pass`]:
+/// the same analysis.
+fn prepare_finished(
+    hasher: &SimHasher,
+    furniture: &Boilerplate,
+    record: &Record,
+    first: &FirstPass,
+    scratch: &mut Scratch,
+) -> Result<Prepared, String> {
+    let boilerplate = (!furniture.is_empty()).then_some(furniture);
+    let analysis = match hasher.finish_analysis(&first.pre, boilerplate, scratch) {
+        Ok(a) => a,
+        // As in `prepare`: a page that is nothing but boilerplate is fingerprinted whole.
+        Err(Error::EmptyFeatureBag { .. }) if boilerplate.is_some() => hasher
+            .finish_analysis(&first.pre, None, scratch)
+            .map_err(|_| "no words to fingerprint".to_owned())?,
+        Err(Error::EmptyFeatureBag { .. }) => return Err("no words to fingerprint".into()),
+        Err(e) => return Err(e.to_string()),
+    };
+    Ok(Prepared {
+        host: record.effective_host(),
+        features: Features::Words,
+        language: analysis.language.as_ref().map(|l| l.code),
+        shingle_count: analysis.shingle_count,
+        boilerplate_removed: analysis.boilerplate_removed,
+        fingerprint: analysis.fingerprint.value(),
+        content_hash: analysis.content_hash.0,
+        shingles: analysis.shingles,
+        tokens: analysis.token_count,
+        text: None,
+    })
+}
+
 fn prepare(
     hasher: &SimHasher,
     short: Option<(&SimHasher, usize)>,
@@ -2143,11 +2253,7 @@ fn prepare(
     record: &Record,
     scratch: &mut Scratch,
 ) -> Result<Prepared, String> {
-    let fields: Vec<Field<'_>> = record
-        .fields
-        .iter()
-        .map(|f| Field::weighted(&f.text, f.weight.max(1)))
-        .collect();
+    let fields = fields_of(record);
     let host = record.effective_host();
     let boilerplate = (!furniture.is_empty()).then_some(furniture);
     let analysis = match hasher.analyze_ids(&fields, boilerplate, scratch) {

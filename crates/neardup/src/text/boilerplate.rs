@@ -6,6 +6,7 @@
 
 use std::collections::HashSet;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
 
 use crate::text::sort::{sort_hashes, SortBuffers};
 
@@ -130,7 +131,7 @@ struct HostSample {
     /// page's own vector: counted into `df` when the bucket ends. Holding the pages' vectors
     /// instead of copying them into one growing vector saves a copy of every shingle and the
     /// growth's reallocations (each a fresh stretch of memory the kernel zeroes).
-    bucket: Vec<Vec<u64>>,
+    bucket: Vec<Arc<[u64]>>,
     /// The tracked shingles, sorted by hash.
     df: Vec<(u64, Count)>,
 }
@@ -155,7 +156,7 @@ impl HostSample {
     /// A bucket's pages are counted together when it ends, by sorting their shingles and
     /// merging them into the sorted counts: sequential passes over memory, where a hash
     /// table of a bucket's shingles (a few MiB) took a cache miss per shingle.
-    fn count_page(&mut self, shingles: Vec<u64>, width: u64) {
+    fn count_page(&mut self, shingles: Arc<[u64]>, width: u64) {
         self.counted += 1;
         self.bucket.push(shingles);
         if self.counted.is_multiple_of(width) {
@@ -297,21 +298,22 @@ impl BoilerplateLearner {
         let mut distinct = shingles.to_vec();
         distinct.sort_unstable();
         distinct.dedup();
-        sample.count_page(distinct, width);
+        sample.count_page(distinct.into(), width);
     }
 
     /// [`sample_page`](Self::sample_page) for many pages at once, hosts counted in parallel
     /// (each host's pages in the order given). Each page's shingles must be distinct, in
     /// any order (as [`SimHasher::distinct_shingles_with`](crate::SimHasher::distinct_shingles_with)
     /// makes them).
-    pub fn sample_pages(&mut self, pages: Vec<(String, Vec<u64>)>) {
+    pub fn sample_pages(&mut self, pages: Vec<(String, Arc<[u64]>)>) {
         use rayon::prelude::*;
         let width = self.bucket_width();
-        let mut by_host: std::collections::HashMap<String, Vec<Vec<u64>>> = Default::default();
+        let mut by_host: std::collections::HashMap<String, Vec<Arc<[u64]>>> = Default::default();
         for (host, shingles) in pages {
             by_host.entry(host).or_default().push(shingles);
         }
-        let mut work: Vec<(String, HostSample, Vec<Vec<u64>>)> = by_host
+        type Work = (String, HostSample, Vec<Arc<[u64]>>);
+        let mut work: Vec<Work> = by_host
             .into_iter()
             .map(|(host, sets)| {
                 let sample = self.hosts.remove(&host).unwrap_or_default();
@@ -454,7 +456,9 @@ mod tests {
             let host = if i % 3 == 0 { "a.example" } else { "b.example" };
             one.add_page(host, s);
             assert!(many.begin_page(host));
-            batch.push((host.to_owned(), s.clone()));
+            // Distinct shingles in any order will do: here, backwards.
+            let backwards: Vec<u64> = s.iter().rev().copied().collect();
+            batch.push((host.to_owned(), backwards.into()));
             if batch.len() == 97 {
                 many.sample_pages(std::mem::take(&mut batch));
             }
