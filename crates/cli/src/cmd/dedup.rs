@@ -451,15 +451,7 @@ fn convert(r: input::Record, args: &InputArgs) -> Result<Pending, Reject> {
         host: r.host,
         first_seen,
         retention_class: r.retention_class,
-        fields: r
-            .fields
-            .into_iter()
-            .map(|(name, text)| TextField {
-                weight: args.weight_of(&name),
-                name,
-                text,
-            })
-            .collect(),
+        fields: weighted(r.fields, args),
     };
     let reserved = r.reserved_keys;
     let object = r
@@ -471,6 +463,18 @@ fn convert(r: input::Record, args: &InputArgs) -> Result<Pending, Reject> {
             reason,
         })?;
     Ok((record, object, r.origin.to_string()))
+}
+
+/// An input record's content fields with their `--field-weight`s.
+fn weighted(fields: Vec<(String, String)>, args: &InputArgs) -> Vec<TextField> {
+    fields
+        .into_iter()
+        .map(|(name, text)| TextField {
+            weight: args.weight_of(&name),
+            name,
+            text,
+        })
+        .collect()
 }
 
 /// A record's JSON object (valid, as read) without the keys kept.jsonl sets. Objects without
@@ -879,15 +883,7 @@ fn analyse_sampled(
         .map(|(seq, item, host)| {
             let record = item.parse(input_args).ok()?;
             let record = Record {
-                fields: record
-                    .fields
-                    .into_iter()
-                    .map(|(name, text)| TextField {
-                        weight: input_args.weight_of(&name),
-                        name,
-                        text,
-                    })
-                    .collect(),
+                fields: weighted(record.fields, input_args),
                 ..Record::new(String::new(), String::new())
             };
             if keep {

@@ -181,6 +181,17 @@ pub struct Scratch {
 }
 
 impl Scratch {
+    /// The content hash and word count of the record whose tokens are in `all_tokens`.
+    fn token_summary(&mut self) -> (ContentHash, usize) {
+        let hash = ContentHash::of_tokens(&self.all_tokens, &mut self.bytes);
+        let words = self
+            .all_tokens
+            .iter()
+            .filter(|&&t| t != FIELD_SEPARATOR)
+            .count();
+        (hash, words)
+    }
+
     /// Buffers past this many bytes are freed by [`release_large`](Self::release_large).
     const KEEP_BYTES: usize = 1 << 20;
 
@@ -521,12 +532,7 @@ impl SimHasher {
         scratch: &mut Scratch,
     ) -> Result<Analysis<()>> {
         let fingerprint = self.vote(fields, boilerplate, scratch, true)?;
-        let content_hash = ContentHash::of_tokens(&scratch.all_tokens, &mut scratch.bytes);
-        let token_count = scratch
-            .all_tokens
-            .iter()
-            .filter(|&&t| t != FIELD_SEPARATOR)
-            .count();
+        let (content_hash, token_count) = scratch.token_summary();
         Ok(Analysis {
             fingerprint,
             shingles: (),

@@ -65,8 +65,8 @@ impl SimHasher {
             && fields.iter().all(|f| f.weight == 1)
     }
 
-    /// The half of [`analyze_ids`](Self::analyze_ids) that does not depend on boilerplate,
-    /// which [`finish_analysis`](Self::finish_analysis) completes; `None` where
+    /// The half of [`analyze`](Self::analyze) (as 32-bit shingle ids) that does not depend on
+    /// boilerplate, which [`finish_analysis`](Self::finish_analysis) completes; `None` where
     /// [`pre_analysis_applies`](Self::pre_analysis_applies) does not.
     ///
     /// # Errors
@@ -100,12 +100,7 @@ impl SimHasher {
         if counts.n == 0 {
             return Some(Err(Error::EmptyFeatureBag { record: None }));
         }
-        let content_hash = ContentHash::of_tokens(&scratch.all_tokens, &mut scratch.bytes);
-        let token_count = scratch
-            .all_tokens
-            .iter()
-            .filter(|&&t| t != FIELD_SEPARATOR)
-            .count();
+        let (content_hash, token_count) = scratch.token_summary();
         scratch.distinct.clear();
         let mut repeats = Vec::new();
         scratch
@@ -122,7 +117,8 @@ impl SimHasher {
     }
 
     /// Completes a [`pre_analyze`](Self::pre_analyze) of this profile: what
-    /// [`analyze_ids`](Self::analyze_ids) answers for the same fields and `boilerplate`.
+    /// [`analyze`](Self::analyze) answers for the same fields and `boilerplate`, with the
+    /// shingle set as the sorted distinct ids of [`crate::verify::shingle_ids`].
     ///
     /// # Errors
     /// [`Error::EmptyFeatureBag`] when nothing but boilerplate is left.

@@ -2222,28 +2222,49 @@ fn prepare_finished(
     first: &FirstPass,
     scratch: &mut Scratch,
 ) -> Result<Prepared, String> {
+    let analysis = without_furniture_if_empty(furniture, |b| {
+        hasher.finish_analysis(&first.pre, b, scratch)
+    })?;
+    Ok(Prepared::of_words(analysis, record.effective_host()))
+}
+
+/// `analyse` with the furniture, or without it when the furniture is all there is: a page
+/// that is nothing but its site's template is fingerprinted whole (it is then too short or
+/// an exact duplicate of the template).
+fn without_furniture_if_empty(
+    furniture: &Boilerplate,
+    mut analyse: impl FnMut(Option<&Boilerplate>) -> Result<crate::fingerprint::Analysis<Vec<u32>>>,
+) -> Result<crate::fingerprint::Analysis<Vec<u32>>, String> {
     let boilerplate = (!furniture.is_empty()).then_some(furniture);
-    let analysis = match hasher.finish_analysis(&first.pre, boilerplate, scratch) {
-        Ok(a) => a,
-        // As in `prepare`: a page that is nothing but boilerplate is fingerprinted whole.
-        Err(Error::EmptyFeatureBag { .. }) if boilerplate.is_some() => hasher
-            .finish_analysis(&first.pre, None, scratch)
-            .map_err(|_| "no words to fingerprint".to_owned())?,
-        Err(Error::EmptyFeatureBag { .. }) => return Err("no words to fingerprint".into()),
-        Err(e) => return Err(e.to_string()),
-    };
-    Ok(Prepared {
-        host: record.effective_host(),
-        features: Features::Words,
-        language: analysis.language.as_ref().map(|l| l.code),
-        shingle_count: analysis.shingle_count,
-        boilerplate_removed: analysis.boilerplate_removed,
-        fingerprint: analysis.fingerprint.value(),
-        content_hash: analysis.content_hash.0,
-        shingles: analysis.shingles,
-        tokens: analysis.token_count,
-        text: None,
-    })
+    match analyse(boilerplate) {
+        Ok(a) => Ok(a),
+        Err(Error::EmptyFeatureBag { .. }) if boilerplate.is_some() => {
+            analyse(None).map_err(|_| "no words to fingerprint".to_owned())
+        }
+        Err(Error::EmptyFeatureBag { .. }) => Err("no words to fingerprint".into()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+impl Prepared {
+    /// A record analysed over its words.
+    fn of_words(
+        analysis: crate::fingerprint::Analysis<Vec<u32>>,
+        host: Option<String>,
+    ) -> Prepared {
+        Prepared {
+            host,
+            features: Features::Words,
+            language: analysis.language.as_ref().map(|l| l.code),
+            shingle_count: analysis.shingle_count,
+            boilerplate_removed: analysis.boilerplate_removed,
+            fingerprint: analysis.fingerprint.value(),
+            content_hash: analysis.content_hash.0,
+            shingles: analysis.shingles,
+            tokens: analysis.token_count,
+            text: None,
+        }
+    }
 }
 
 fn prepare(
@@ -2254,30 +2275,9 @@ fn prepare(
     scratch: &mut Scratch,
 ) -> Result<Prepared, String> {
     let fields = fields_of(record);
-    let host = record.effective_host();
-    let boilerplate = (!furniture.is_empty()).then_some(furniture);
-    let analysis = match hasher.analyze_ids(&fields, boilerplate, scratch) {
-        Ok(a) => a,
-        // A page that is nothing but its site's template: fingerprint it whole; it is
-        // then too short or an exact duplicate of the template.
-        Err(Error::EmptyFeatureBag { .. }) if boilerplate.is_some() => hasher
-            .analyze_ids(&fields, None, scratch)
-            .map_err(|_| "no words to fingerprint".to_owned())?,
-        Err(Error::EmptyFeatureBag { .. }) => return Err("no words to fingerprint".into()),
-        Err(e) => return Err(e.to_string()),
-    };
-    let mut prepared = Prepared {
-        host,
-        features: Features::Words,
-        language: analysis.language.as_ref().map(|l| l.code),
-        shingle_count: analysis.shingle_count,
-        boilerplate_removed: analysis.boilerplate_removed,
-        fingerprint: analysis.fingerprint.value(),
-        content_hash: analysis.content_hash.0,
-        shingles: analysis.shingles,
-        tokens: analysis.token_count,
-        text: None,
-    };
+    let analysis =
+        without_furniture_if_empty(furniture, |b| hasher.analyze_ids(&fields, b, scratch))?;
+    let mut prepared = Prepared::of_words(analysis, record.effective_host());
     if let Some((short_hasher, min_words)) = short {
         if prepared.tokens < min_words {
             // Short text: the verification set and fingerprint come from character n-grams;
