@@ -100,12 +100,9 @@ fn analyse(
         text_bytes: 0,
     };
     for (seq, c) in (base..).zip(converted) {
-        let first_pass = first_passes.by_seq.remove(&seq);
+        let first_pass = first_passes.take(seq);
         match c {
             Ok((record, object, origin)) => {
-                if let Some(f) = &first_pass {
-                    first_passes.bytes -= f.heap_bytes();
-                }
                 first.push(first_pass);
                 a.text_bytes += record
                     .fields
@@ -229,6 +226,8 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
     let mut first_passes = FirstPasses::default();
     if !args.no_boilerplate && !reads_stdin {
         first_passes = learn_boilerplate(args, &mut deduper, &analysis_pool, show)?;
+        // Now the input's size is known, not guessed from its bytes.
+        deduper.reserve(first_passes.inputs)?;
     }
     let learned_at = started.elapsed();
 
@@ -767,8 +766,40 @@ impl Deferred {
 /// main pass to finish.
 #[derive(Default)]
 struct FirstPasses {
-    by_seq: HashMap<u64, FirstPass>,
+    /// By place in the input, last first once the pass is over ([`sort`](Self::sort)): the
+    /// main pass takes them in input order from the end, where a map keyed by place grew
+    /// through rehash after rehash.
+    by_seq: Vec<(u64, FirstPass)>,
     bytes: usize,
+    /// The input's records (lines or files), counted by the pass.
+    inputs: u64,
+}
+
+impl FirstPasses {
+    fn push(&mut self, seq: u64, first: FirstPass) {
+        self.bytes += first.heap_bytes();
+        self.by_seq.push((seq, first));
+    }
+
+    /// Orders the analyses for [`take`](Self::take). Pages come out of the pass nearly in
+    /// input order; a host's first pages wait until it has enough of them.
+    fn sort(&mut self) {
+        self.by_seq
+            .sort_unstable_by_key(|&(seq, _)| std::cmp::Reverse(seq));
+    }
+
+    /// The analysis of the record at `seq`, taken in increasing order of `seq`.
+    fn take(&mut self, seq: u64) -> Option<FirstPass> {
+        while self.by_seq.last().is_some_and(|&(s, _)| s < seq) {
+            self.by_seq.pop();
+        }
+        if self.by_seq.last()?.0 != seq {
+            return None;
+        }
+        let (_, first) = self.by_seq.pop()?;
+        self.bytes -= first.heap_bytes();
+        Some(first)
+    }
 }
 
 /// The memory the boilerplate pass may hold in sampled pages' analyses for the main pass
@@ -849,6 +880,8 @@ fn learn_boilerplate(
             while !in_flight.is_empty() {
                 learn(in_flight.pop_front(), pool, &mut learner, &mut first_passes);
             }
+            first_passes.inputs = seen;
+            first_passes.sort();
             Ok(())
         })?;
         reader.join().expect("the reader thread does not panic")
@@ -917,8 +950,7 @@ fn learn(
     let mut sets = Vec::with_capacity(pages.len());
     for (host, set, first) in pages {
         if let Some((seq, first)) = first {
-            first_passes.bytes += first.heap_bytes();
-            first_passes.by_seq.insert(seq, first);
+            first_passes.push(seq, first);
         }
         sets.push((host, set));
     }

@@ -1625,6 +1625,32 @@ impl<S: Store> Deduper<S> {
         Ok(())
     }
 
+    /// Makes room for `incoming` more records at once, when the caller knows how many are
+    /// coming (`neardup dedup` counts its input in the boilerplate pass): the maps that hold
+    /// every record are sized for them, and the index is laid out again for the store's size
+    /// after them where the builder's [`expected_records`](DeduperBuilder::expected_records),
+    /// a guess, was off by more than half. A map grown one doubling at a time copies every
+    /// entry again at each step, into memory touched for the first time.
+    ///
+    /// # Errors
+    /// [`Error::Index`] if the index cannot be laid out.
+    pub fn reserve(&mut self, incoming: u64) -> Result<()> {
+        let n = usize::try_from(incoming).unwrap_or(usize::MAX);
+        self.meta.reserve(n);
+        self.by_id.reserve(n);
+        self.by_content.reserve(n);
+        self.by_text.reserve(n);
+        let need = (self.index.len() as u64 + incoming).max(1024);
+        if need > self.index_planned_for.saturating_mul(2)
+            || need.saturating_mul(2) < self.index_planned_for
+        {
+            self.index_planned_for = need;
+            self.index =
+                self.rebuilt(&self.index, Features::Words, need, self.rule.max_distance)?;
+        }
+        Ok(())
+    }
+
     /// A new index laid out for `planned` fingerprints holding what `old` holds (records
     /// evicted by a sliding window stay out).
     fn rebuilt(

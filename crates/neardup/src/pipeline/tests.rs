@@ -1230,3 +1230,37 @@ fn a_run_leaves_repeated_texts_unanalysed_until_decided() {
         .iter()
         .all(|p| p.fingerprint().is_some()));
 }
+
+#[test]
+fn reserving_lays_the_index_out_for_the_input_and_keeps_what_it_holds() {
+    let mut d = memory();
+    let a = doc(7, 300);
+    let first = d
+        .process(
+            &[Record::new("a", a.clone()), Record::new("b", doc(8, 300))],
+            t(NOW),
+        )
+        .unwrap();
+    assert!(first
+        .iter()
+        .all(|o| matches!(o.decision, Decision::Kept { .. })));
+    let before = d.stats().index.layout;
+    // Announced: far more than the builder planned for, so the index is laid out anew.
+    d.reserve(50_000_000).unwrap();
+    let after = d.stats().index.layout;
+    assert_ne!(before, after, "a layout for 50M fingerprints");
+    // An announcement within twice the plan leaves the layout as it is.
+    d.reserve(40_000_000).unwrap();
+    assert_eq!(d.stats().index.layout, after);
+    // What was stored before is still found through the new layout.
+    let out = d
+        .process(&[Record::new("a-edit", edit(&a, 3))], t(NOW))
+        .unwrap();
+    match &out[0].decision {
+        Decision::Merged { survivor, rule, .. } => {
+            assert_eq!((survivor.as_str(), *rule), ("a", MergeRule::SimhashJaccard));
+        }
+        other => panic!("light edit after reserve: {other:?}"),
+    }
+    assert_eq!(d.stats().records, 3);
+}

@@ -45,7 +45,8 @@ use std::time::{Duration, Instant};
 use redis::{Cmd, RedisError, RedisResult, Value};
 
 use super::{
-    Batch, Features, HostBoilerplate, MergeLogEntry, NewRecord, Rejection, Store, StoredRecord,
+    blob_to_ids, ids_as_blob, Batch, Features, HostBoilerplate, MergeLogEntry, NewRecord,
+    Rejection, Store, StoredRecord,
 };
 use crate::{Error, Result};
 
@@ -526,16 +527,6 @@ fn fingerprint_member(handle: u64, fp: u128) -> String {
     }
 }
 
-fn ids_to_blob(ids: &[u32]) -> Vec<u8> {
-    ids.iter().flat_map(|i| i.to_le_bytes()).collect()
-}
-
-fn blob_to_ids(blob: &[u8]) -> Vec<u32> {
-    blob.chunks_exact(4)
-        .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
-        .collect()
-}
-
 fn bytes(v: &Value) -> Option<&[u8]> {
     match v {
         Value::BulkString(b) => Some(b),
@@ -866,7 +857,7 @@ impl RedisStore {
             if !n.shingles.is_empty() {
                 let mut c = redis::cmd("SET");
                 c.arg(self.keys.shingles(r.handle, token))
-                    .arg(ids_to_blob(&n.shingles));
+                    .arg(ids_as_blob(&n.shingles).as_ref());
                 cmds.push(c);
             }
             let kind = match r.features {

@@ -11,8 +11,8 @@ use std::sync::{Mutex, MutexGuard};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 
 use super::{
-    Arrival, Batch, Features, HostBoilerplate, MergeLogEntry, NewRecord, Rejection, Store,
-    StoredRecord,
+    blob_to_ids, ids_as_blob, Arrival, Batch, Features, HostBoilerplate, MergeLogEntry, NewRecord,
+    Rejection, Store, StoredRecord,
 };
 use crate::record::Timestamp;
 use crate::{Error, Result};
@@ -315,7 +315,7 @@ impl SqliteStore {
                     r.features.as_str(),
                 ])?;
                 if !n.shingles.is_empty() {
-                    sh.execute(params![r.handle as i64, ids_to_blob(&n.shingles)])?;
+                    sh.execute(params![r.handle as i64, ids_as_blob(&n.shingles).as_ref()])?;
                 }
             }
         }
@@ -386,10 +386,6 @@ impl SqliteStore {
         }
         Ok(())
     }
-}
-
-fn ids_to_blob(ids: &[u32]) -> Vec<u8> {
-    ids.iter().flat_map(|i| i.to_le_bytes()).collect()
 }
 
 /// WAL pages after which a commit checkpoints the WAL into the database file (SQLite's
@@ -499,12 +495,6 @@ fn record_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<StoredRecord> {
         language: row.get(11)?,
         features: Features::parse(&row.get::<_, String>(12)?).ok_or_else(|| bad("features"))?,
     })
-}
-
-fn blob_to_ids(blob: &[u8]) -> Vec<u32> {
-    blob.chunks_exact(4)
-        .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
-        .collect()
 }
 
 impl Store for SqliteStore {

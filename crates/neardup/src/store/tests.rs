@@ -540,3 +540,15 @@ fn sqlite_another_process_opening_a_bulk_store_switches_it_back_to_wal_and_both_
     assert_eq!(loaded(&bulk).len(), 3);
     assert_eq!(loaded(&other).len(), 3);
 }
+
+#[test]
+fn verification_sets_are_stored_as_little_endian_ids() {
+    let ids = [1u32, 0x0102_0304, u32::MAX];
+    let blob = ids_as_blob(&ids);
+    assert_eq!(
+        blob.as_ref(),
+        [1, 0, 0, 0, 4, 3, 2, 1, 255, 255, 255, 255].as_slice()
+    );
+    assert_eq!(blob_to_ids(&blob), ids);
+    assert!(blob_to_ids(&[]).is_empty());
+}

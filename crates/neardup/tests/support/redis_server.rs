@@ -79,19 +79,19 @@ fn ask(port: u16, command: &str) -> Option<String> {
     Some(String::from_utf8_lossy(&buf[..n]).into_owned())
 }
 
-fn wait_ready(port: u16, child: &mut Child, log: &Path) {
+fn wait_ready(port: u16, child: &mut Child, log: &Path) -> Result<(), String> {
     let start = Instant::now();
     loop {
         if let Some(r) = ask(port, "PING") {
             if r.starts_with("+PONG") {
-                return;
+                return Ok(());
             }
         }
         if let Ok(Some(status)) = child.try_wait() {
-            panic!(
+            return Err(format!(
                 "redis-server on port {port} exited ({status}) while starting:\n{}",
                 std::fs::read_to_string(log).unwrap_or_default()
-            );
+            ));
         }
         assert!(
             start.elapsed() < Duration::from_secs(20),
@@ -137,11 +137,33 @@ impl RedisServer {
             dir: temp_dir("server"),
             extra: extra.iter().map(|s| (*s).to_owned()).collect(),
         };
-        s.spawn();
+        s.spawn_on_a_free_port();
         s
     }
 
+    /// Starts the server, on another free port when it exits while starting: a port found
+    /// free can be taken before the server binds it (by another test's server, or its
+    /// cluster bus port, the port + 10,000).
+    fn spawn_on_a_free_port(&mut self) {
+        for attempt in 1.. {
+            match self.try_spawn() {
+                Ok(()) => return,
+                Err(why) if attempt < 5 => {
+                    eprintln!("{why}\n(trying another port)");
+                    self.port = free_port();
+                }
+                Err(why) => panic!("{why}"),
+            }
+        }
+    }
+
     fn spawn(&mut self) {
+        if let Err(why) = self.try_spawn() {
+            panic!("{why}");
+        }
+    }
+
+    fn try_spawn(&mut self) -> Result<(), String> {
         let log = self.dir.join("redis.log");
         let mut cmd = Command::new("redis-server");
         cmd.arg("--port")
@@ -175,8 +197,14 @@ impl RedisServer {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => panic!("{MISSING}"),
             Err(e) => panic!("starting redis-server: {e}"),
         };
-        wait_ready(self.port, &mut child, &log);
-        self.child = Some(child);
+        let ready = wait_ready(self.port, &mut child, &log);
+        if ready.is_err() {
+            let _ = child.kill();
+            let _ = child.wait();
+        } else {
+            self.child = Some(child);
+        }
+        ready
     }
 
     /// `redis://127.0.0.1:PORT/0?prefix=PREFIX`.
@@ -255,7 +283,7 @@ impl RedisCluster {
                 .map(|s| (*s).to_owned())
                 .chain([s.dir.join("nodes.conf").display().to_string()])
                 .collect();
-                s.spawn();
+                s.spawn_on_a_free_port();
                 s
             })
             .collect();
