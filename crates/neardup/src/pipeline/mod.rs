@@ -282,11 +282,7 @@ impl Analyzer {
     /// kind of vote, a record short enough for the short-text rule, no words).
     pub fn first_pass(&self, record: &Record) -> Option<FirstPass> {
         let fields = fields_of(record);
-        let pre = SCRATCH.with_borrow_mut(|scratch| {
-            let pre = self.hasher.pre_analyze(&fields, scratch);
-            scratch.release_large();
-            pre
-        })?;
+        let pre = with_scratch(|scratch| self.hasher.pre_analyze(&fields, scratch))?;
         let pre = pre.ok()?;
         if self
             .short
@@ -346,7 +342,7 @@ impl Analyzer {
                 Some(remembered) => {
                     let mut p = match first_pass.as_ref().filter(|f| f.text == h) {
                         Some(f) => PreparedRecord {
-                            analysis: Analysed::Done(SCRATCH.with_borrow_mut(|scratch| {
+                            analysis: Analysed::Done(with_scratch(|scratch| {
                                 prepare_finished(this.hasher, this.furniture, r, f, scratch)
                             })),
                             generation: this.generation,
@@ -375,6 +371,16 @@ thread_local! {
     static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::default();
 }
 
+/// Runs one record's analysis `f` with this thread's scratch, then frees what a text of
+/// megabytes grew in it.
+fn with_scratch<T>(f: impl FnOnce(&mut Scratch) -> T) -> T {
+    SCRATCH.with_borrow_mut(|scratch| {
+        let out = f(scratch);
+        scratch.release_large();
+        out
+    })
+}
+
 /// Borrowed analysis state, shared by [`Analyzer`] and [`Deduper::process`].
 struct AnalyzerRef<'a> {
     hasher: &'a SimHasher,
@@ -393,11 +399,7 @@ impl AnalyzerRef<'_> {
 
     /// [`prepare_one`](Self::prepare_one) with this thread's scratch.
     fn prepare_kept(&self, record: &Record) -> PreparedRecord {
-        SCRATCH.with_borrow_mut(|scratch| {
-            let prepared = self.prepare_one(record, scratch);
-            scratch.release_large();
-            prepared
-        })
+        with_scratch(|scratch| self.prepare_one(record, scratch))
     }
 
     fn prepare_one(&self, record: &Record, scratch: &mut Scratch) -> PreparedRecord {
@@ -1441,11 +1443,7 @@ impl<S: Store> Deduper<S> {
             Analysed::Done(p) => Ok(p),
             Analysed::SameText(text) => Ok(match self.same_text(record, text)? {
                 Some(p) => Ok(p),
-                None => SCRATCH.with_borrow_mut(|scratch| {
-                    let p = self.prepare(record, scratch);
-                    scratch.release_large();
-                    p
-                }),
+                None => with_scratch(|scratch| self.prepare(record, scratch)),
             }),
         }
     }
@@ -1530,12 +1528,10 @@ impl<S: Store> Deduper<S> {
             let analysed: Vec<(usize, Result<Prepared, String>)> = unresolved
                 .into_par_iter()
                 .map(|i| {
-                    let p = SCRATCH.with_borrow_mut(|scratch| {
-                        let p = this.prepare(&records[i], scratch);
-                        scratch.release_large();
-                        p
-                    });
-                    (i, p)
+                    (
+                        i,
+                        with_scratch(|scratch| this.prepare(&records[i], scratch)),
+                    )
                 })
                 .collect();
             for (i, p) in analysed {
