@@ -14,28 +14,42 @@ use clap::Parser;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// How long mimalloc keeps freed memory before handing it back to the kernel (its default
-/// is 1 s). A dedup run frees the boilerplate pass's memory (hundreds of MiB) and then
-/// allocates as much for the main pass; handed back in between, all of it is faulted in and
-/// zeroed again. Side by side on the 1 GB bench corpus at 5 s: kernel time -20%, CPU time
-/// -3% to -11% (the more, the costlier the machine's page faults at the time), RSS +3%.
-const PURGE_DELAY_MS: std::ffi::c_long = 5000;
+/// is 1 s), for the long-running service. A dedup run frees the boilerplate pass's memory
+/// (hundreds of MiB) and then allocates as much for the main pass; handed back in between,
+/// all of it is faulted in and zeroed again. Side by side on the 1 GB bench corpus at 5 s:
+/// kernel time -20%, CPU time -3% to -11% (the more, the costlier the machine's page faults
+/// at the time), RSS +3%.
+const SERVICE_PURGE_DELAY_MS: std::ffi::c_long = 5000;
+
+/// The same for the commands that run a job and exit: never. Memory a job frees is what
+/// it allocates next, and on a virtual machine whose host takes back the pages its guest
+/// frees (a balloon's free page reporting) a page handed back costs as much as a fresh
+/// one: touching a GiB the host took back took 2.6 s there against 0.1 s for one just
+/// freed. The 1 GB bench run's peak RSS is the same either way (+1.5%); its kernel time
+/// 2.0-2.2 s against 2.0-4.3 s at 5 s, five interleaved runs each (median wall -4%).
+const JOB_PURGE_DELAY_MS: std::ffi::c_long = -1;
 
 /// `mi_option_purge_delay` in mimalloc 3's option enum (`libmimalloc-sys` names no
 /// constant for it).
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
-/// Allocator options, unless the user set them through mimalloc's environment variables.
-fn tune_allocator() {
+/// Allocator options for `command`, unless the user set them through mimalloc's
+/// environment variables.
+fn tune_allocator(command: &args::Command) {
     if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
-        // SAFETY: mimalloc's option setters are not thread safe; this runs first in main,
-        // before any thread of ours starts.
-        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS) };
+        let delay = match command {
+            args::Command::Serve(_) => SERVICE_PURGE_DELAY_MS,
+            _ => JOB_PURGE_DELAY_MS,
+        };
+        // SAFETY: mimalloc's option setters are not thread safe; this runs in main before
+        // any thread of ours starts.
+        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, delay) };
     }
 }
 
 fn main() -> ExitCode {
-    tune_allocator();
     let args = args::Cli::parse();
+    tune_allocator(&args.command);
     match cmd::run(args) {
         Ok(code) => code,
         Err(err) => {

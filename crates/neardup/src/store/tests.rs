@@ -349,6 +349,57 @@ fn sqlite_bulk_commits_reach_the_file_and_the_store_is_left_in_wal_mode() {
     assert_eq!(loaded(&again).len(), 30);
 }
 
+fn page_size(path: &std::path::Path) -> i64 {
+    rusqlite::Connection::open(path)
+        .unwrap()
+        .query_row("PRAGMA page_size", [], |r| r.get(0))
+        .unwrap()
+}
+
+#[test]
+fn sqlite_stores_a_batch_run_creates_have_large_pages_and_others_keep_theirs() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let bulk = tmp.path().join("bulk.db");
+    let mut s = crate::store::SqliteStore::open_bulk(&bulk).unwrap();
+    let mut r = record(1, "a", 1);
+    r.shingles = (0..3000).map(|i| i * 11).collect();
+    s.commit(&Batch {
+        records: vec![r],
+        ..Batch::default()
+    })
+    .unwrap();
+    drop(s);
+    assert_eq!(page_size(&bulk), 16384);
+    // A set of 3,000 ids (12 KB) sits in its leaf: no overflow page.
+    let conn = rusqlite::Connection::open(&bulk).unwrap();
+    let pages: i64 = conn
+        .query_row("PRAGMA page_count", [], |r| r.get(0))
+        .unwrap();
+    let free: i64 = conn
+        .query_row("PRAGMA freelist_count", [], |r| r.get(0))
+        .unwrap();
+    let trees: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_schema WHERE rootpage > 0",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    drop(conn);
+    // One page for the schema and one for each table and index, the shingles' leaf included.
+    assert_eq!(pages - free, 1 + trees, "{pages} pages, {free} free");
+
+    // A store made by the service (or any other opener) keeps SQLite's 4 KiB pages, and
+    // an existing store keeps its page size whoever opens it.
+    let plain = tmp.path().join("plain.db");
+    drop(crate::store::SqliteStore::open(&plain).unwrap());
+    assert_eq!(page_size(&plain), 4096);
+    drop(crate::store::SqliteStore::open_bulk(&plain).unwrap());
+    assert_eq!(page_size(&plain), 4096);
+    drop(crate::store::SqliteStore::open(&bulk).unwrap());
+    assert_eq!(page_size(&bulk), 16384);
+}
+
 #[test]
 fn sqlite_bulk_stays_in_wal_mode_while_another_connection_has_the_store() {
     let tmp = tempfile::tempdir().expect("temp dir");
