@@ -310,11 +310,16 @@ fn sqlite_closes_with_everything_in_the_database_file() {
     assert_eq!(loaded(&store).len(), 40);
 }
 
-fn journal_mode(path: &std::path::Path) -> String {
+/// A pragma's value as a fresh connection to the store at `path` reads it.
+fn pragma<T: rusqlite::types::FromSql>(path: &std::path::Path, name: &str) -> T {
     rusqlite::Connection::open(path)
         .unwrap()
-        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .query_row(&format!("PRAGMA {name}"), [], |r| r.get(0))
         .unwrap()
+}
+
+fn journal_mode(path: &std::path::Path) -> String {
+    pragma(path, "journal_mode")
 }
 
 #[test]
@@ -349,13 +354,6 @@ fn sqlite_bulk_commits_reach_the_file_and_the_store_is_left_in_wal_mode() {
     assert_eq!(loaded(&again).len(), 30);
 }
 
-fn page_size(path: &std::path::Path) -> i64 {
-    rusqlite::Connection::open(path)
-        .unwrap()
-        .query_row("PRAGMA page_size", [], |r| r.get(0))
-        .unwrap()
-}
-
 #[test]
 fn sqlite_stores_a_batch_run_creates_have_large_pages_and_others_keep_theirs() {
     let tmp = tempfile::tempdir().expect("temp dir");
@@ -369,7 +367,7 @@ fn sqlite_stores_a_batch_run_creates_have_large_pages_and_others_keep_theirs() {
     })
     .unwrap();
     drop(s);
-    assert_eq!(page_size(&bulk), 16384);
+    assert_eq!(pragma::<i64>(&bulk, "page_size"), 16384);
     // A set of 3,000 ids (12 KB) sits in its leaf: no overflow page.
     let conn = rusqlite::Connection::open(&bulk).unwrap();
     let pages: i64 = conn
@@ -393,11 +391,11 @@ fn sqlite_stores_a_batch_run_creates_have_large_pages_and_others_keep_theirs() {
     // an existing store keeps its page size whoever opens it.
     let plain = tmp.path().join("plain.db");
     drop(crate::store::SqliteStore::open(&plain).unwrap());
-    assert_eq!(page_size(&plain), 4096);
+    assert_eq!(pragma::<i64>(&plain, "page_size"), 4096);
     drop(crate::store::SqliteStore::open_bulk(&plain).unwrap());
-    assert_eq!(page_size(&plain), 4096);
+    assert_eq!(pragma::<i64>(&plain, "page_size"), 4096);
     drop(crate::store::SqliteStore::open(&bulk).unwrap());
-    assert_eq!(page_size(&bulk), 16384);
+    assert_eq!(pragma::<i64>(&bulk, "page_size"), 16384);
 }
 
 #[test]
