@@ -173,11 +173,12 @@ impl SqliteStore {
         // SQLite's 4 KiB: the service commits a few records at a time, each dirtying a leaf
         // of each index, and 16 KiB pages made its writer copy and checksum four times as
         // much per commit (30-40% more CPU per insert).
-        let new_file: bool = conn
-            .query_row("PRAGMA page_count", [], |r| r.get::<_, i64>(0))
-            .map_err(err)?
-            == 0;
-        if bulk && new_file {
+        if bulk
+            && conn
+                .query_row("PRAGMA page_count", [], |r| r.get::<_, i64>(0))
+                .map_err(err)?
+                == 0
+        {
             conn.pragma_update(None, "page_size", BULK_PAGE_BYTES)
                 .map_err(err)?;
         }

@@ -369,21 +369,16 @@ fn sqlite_stores_a_batch_run_creates_have_large_pages_and_others_keep_theirs() {
     drop(s);
     assert_eq!(pragma::<i64>(&bulk, "page_size"), 16384);
     // A set of 3,000 ids (12 KB) sits in its leaf: no overflow page.
-    let conn = rusqlite::Connection::open(&bulk).unwrap();
-    let pages: i64 = conn
-        .query_row("PRAGMA page_count", [], |r| r.get(0))
-        .unwrap();
-    let free: i64 = conn
-        .query_row("PRAGMA freelist_count", [], |r| r.get(0))
-        .unwrap();
-    let trees: i64 = conn
+    let pages: i64 = pragma(&bulk, "page_count");
+    let free: i64 = pragma(&bulk, "freelist_count");
+    let trees: i64 = rusqlite::Connection::open(&bulk)
+        .unwrap()
         .query_row(
             "SELECT count(*) FROM sqlite_schema WHERE rootpage > 0",
             [],
             |r| r.get(0),
         )
         .unwrap();
-    drop(conn);
     // One page for the schema and one for each table and index, the shingles' leaf included.
     assert_eq!(pages - free, 1 + trees, "{pages} pages, {free} free");
 
