@@ -17,14 +17,15 @@ use super::{Analysis, FingerprintBits, HashAlgo, Scratch, SimHasher};
 use crate::exact::{ContentHash, FIELD_SEPARATOR};
 use crate::features::Weighting;
 use crate::fingerprint::Field;
-use crate::text::sort::sort_distinct;
+use crate::text::sort::sort_distinct_counted;
 use crate::text::Boilerplate;
 use crate::{Error, Result};
 
 /// The boilerplate-free half of a record's analysis: see [`SimHasher::pre_analyze`].
 #[derive(Debug, Clone)]
 pub struct PreAnalysis {
-    /// The distinct shingle hashes, in order of first appearance.
+    /// The distinct shingle hashes, ascending (so their 32-bit ids, the high halves, come
+    /// out in order).
     shingles: Arc<[u64]>,
     /// `(i, extra)`: `shingles[i]` occurs `1 + extra` times; by `i`, only for repeats.
     repeats: Vec<(u32, u32)>,
@@ -36,8 +37,8 @@ pub struct PreAnalysis {
 }
 
 impl PreAnalysis {
-    /// The record's distinct shingle hashes (boilerplate included), in no particular order:
-    /// what boilerplate learning counts.
+    /// The record's distinct shingle hashes (boilerplate included), ascending: what
+    /// boilerplate learning counts.
     pub fn shingles(&self) -> &Arc<[u64]> {
         &self.shingles
     }
@@ -101,13 +102,13 @@ impl SimHasher {
             return Some(Err(Error::EmptyFeatureBag { record: None }));
         }
         let (content_hash, token_count) = scratch.token_summary();
-        scratch.distinct.clear();
+        // Sorted, the set's ids come out in order for `finish_analysis`: a sort here instead
+        // of a hash table (the table took a cache miss per shingle and a wipe per page) saves
+        // the ids' sort there.
         let mut repeats = Vec::new();
-        scratch
-            .table
-            .counted(&scratch.all_shingles, &mut scratch.distinct, &mut repeats);
+        sort_distinct_counted(&mut scratch.all_shingles, &mut repeats, &mut scratch.sort);
         Some(Ok(PreAnalysis {
-            shingles: Arc::from(&scratch.distinct[..]),
+            shingles: Arc::from(&scratch.all_shingles[..]),
             repeats,
             counts,
             content_hash,
@@ -161,7 +162,10 @@ impl SimHasher {
         if counts.n == 0 {
             return Err(Error::EmptyFeatureBag { record: None });
         }
-        sort_distinct(&mut ids, &mut scratch.sort_ids);
+        // The shingles are ascending, so their high halves are: only ids that two shingles
+        // share are left to drop.
+        debug_assert!(ids.is_sorted());
+        ids.dedup();
         Ok(Analysis {
             fingerprint: self.make(counts.majority(), 0),
             shingles: ids,

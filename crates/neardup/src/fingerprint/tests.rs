@@ -456,9 +456,8 @@ proptest! {
         let mut scratch = Scratch::default();
         let pre = h.pre_analyze(&fields, &mut scratch).unwrap().unwrap();
         prop_assert_eq!(pre.token_count(), all.token_count);
-        let mut set: Vec<u64> = pre.shingles().to_vec();
-        set.sort_unstable();
-        prop_assert_eq!(&set, &all.shingles);
+        // The same set, already sorted.
+        prop_assert_eq!(&pre.shingles()[..], &all.shingles[..]);
         for b in &boilerplate {
             let want = h.analyze_ids(&fields, b.as_ref(), &mut Scratch::default());
             let got = h.finish_analysis(&pre, b.as_ref(), &mut scratch);

@@ -107,28 +107,47 @@ pub fn sort_distinct<K: SortKey>(v: &mut Vec<K>, buffers: &mut SortBuffers<K>) {
     v.dedup();
 }
 
+/// Sorts `v` (as [`sort_hashes`]) and drops repeats, noting them in `repeats`:
+/// `(i, extra)` for each value that occurred `1 + extra` times, where `i` is its place in
+/// the distinct result, in order of `i`.
+pub fn sort_distinct_counted<K: SortKey>(
+    v: &mut Vec<K>,
+    repeats: &mut Vec<(u32, u32)>,
+    buffers: &mut SortBuffers<K>,
+) {
+    sort_hashes(v, buffers);
+    repeats.clear();
+    let mut kept = 0usize;
+    for read in 0..v.len() {
+        let x = v[read];
+        if kept > 0 && v[kept - 1] == x {
+            let at = (kept - 1) as u32;
+            match repeats.last_mut() {
+                Some((i, extra)) if *i == at => *extra += 1,
+                _ => repeats.push((at, 1)),
+            }
+        } else {
+            v[kept] = x;
+            kept += 1;
+        }
+    }
+    v.truncate(kept);
+}
+
 /// An open-addressing table of 64-bit values (shingle hashes: about uniform), kept between
 /// calls, for making sets without sorting them.
 #[derive(Debug, Default, Clone)]
 pub struct DistinctTable {
     /// Values in their slots; 0 marks an empty slot, so the value 0 is tracked apart.
     pub(crate) values: Vec<u64>,
-    /// The position in the output of the value in each slot (for counting).
-    positions: Vec<u32>,
-    /// Occurrences beyond the first of each output value (for counting).
-    extra: Vec<u32>,
 }
 
 impl DistinctTable {
     /// Empties the table for about `n` values: a third full at most.
-    fn reset(&mut self, n: usize, positions: bool) -> (u32, usize) {
+    fn reset(&mut self, n: usize) -> (u32, usize) {
         let bits = (usize::BITS - (n * 3).max(16).leading_zeros()).min(40);
         self.values.clear();
         self.values.resize(1 << bits, 0);
-        if positions {
-            self.positions.clear();
-            self.positions.resize(1 << bits, 0);
-        }
         (bits, (1usize << bits) - 1)
     }
 
@@ -148,7 +167,7 @@ impl DistinctTable {
     /// Appends the distinct values of `src` to `out`, each once, in their order of first
     /// appearance.
     pub fn distinct(&mut self, src: &[u64], out: &mut Vec<u64>) {
-        let (bits, mask) = self.reset(src.len(), false);
+        let (bits, mask) = self.reset(src.len());
         out.reserve(src.len());
         let mut zero = false;
         for &h in src {
@@ -167,61 +186,10 @@ impl DistinctTable {
         }
     }
 
-    /// [`distinct`](Self::distinct) into an empty `out`, and in `repeats` the values seen
-    /// more than once: `(position in out, occurrences beyond the first)`, by position.
-    pub fn counted(&mut self, src: &[u64], out: &mut Vec<u64>, repeats: &mut Vec<(u32, u32)>) {
-        debug_assert!(out.is_empty());
-        let (bits, mask) = self.reset(src.len(), true);
-        out.reserve(src.len());
-        self.extra.clear();
-        let mut zero: Option<u32> = None;
-        for &h in src {
-            let at = if h == 0 {
-                match zero {
-                    Some(at) => Some(at),
-                    None => {
-                        zero = Some(out.len() as u32);
-                        None
-                    }
-                }
-            } else {
-                let i = self.slot(h, bits, mask);
-                if self.values[i] == 0 {
-                    self.values[i] = h;
-                    self.positions[i] = out.len() as u32;
-                    None
-                } else {
-                    Some(self.positions[i])
-                }
-            };
-            match at {
-                Some(at) => self.extra[at as usize] += 1,
-                None => {
-                    out.push(h);
-                    self.extra.push(0);
-                }
-            }
-        }
-        repeats.clear();
-        repeats.extend(
-            self.extra
-                .iter()
-                .enumerate()
-                .filter(|&(_, &e)| e > 0)
-                .map(|(i, &e)| (i as u32, e)),
-        );
-    }
-
     /// Frees buffers grown past `bytes`.
     pub(crate) fn release_large(&mut self, bytes: usize) {
         if self.values.capacity() * 8 > bytes {
             self.values = Vec::new();
-        }
-        if self.positions.capacity() * 4 > bytes {
-            self.positions = Vec::new();
-        }
-        if self.extra.capacity() * 4 > bytes {
-            self.extra = Vec::new();
         }
     }
 }
@@ -323,7 +291,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn distinct_table_keeps_each_value_once_in_first_order_and_counts_repeats(
+        fn distinct_table_keeps_each_value_once_in_first_order(
             v in prop::collection::vec(prop::sample::select(vec![0u64, 1, u64::MAX, 1 << 63, 42]), 0..50),
             w in prop::collection::vec(any::<u64>(), 0..2000),
             repeat in 1usize..4,
@@ -331,22 +299,34 @@ mod tests {
             // Skewed values (all in one slot's run, 0 among them) and uniform ones, repeated.
             let src: Vec<u64> = v.iter().chain(&w).copied().cycle().take((v.len() + w.len()) * repeat).collect();
             // Stale contents must not matter.
-            let mut table = DistinctTable { values: vec![7u64; 3], ..DistinctTable::default() };
+            let mut table = DistinctTable { values: vec![7u64; 3] };
             let mut out = vec![99];
             table.distinct(&src, &mut out);
             let mut seen = std::collections::HashSet::new();
             let firsts: Vec<u64> = src.iter().copied().filter(|h| seen.insert(*h)).collect();
             let want: Vec<u64> = std::iter::once(99).chain(firsts.iter().copied()).collect();
             prop_assert_eq!(out, want);
-            let (mut out, mut repeats) = (Vec::new(), vec![(5, 5)]);
-            table.counted(&src, &mut out, &mut repeats);
-            prop_assert_eq!(&out, &firsts);
-            let want_repeats: Vec<(u32, u32)> = firsts
+        }
+
+        #[test]
+        fn sort_distinct_counted_keeps_each_value_once_in_order_and_counts_repeats(
+            v in prop::collection::vec(prop::sample::select(vec![0u64, 1, u64::MAX, 1 << 63, 42]), 0..50),
+            w in prop::collection::vec(any::<u64>(), 0..2000),
+            repeat in 1usize..4,
+        ) {
+            let src: Vec<u64> = v.iter().chain(&w).copied().cycle().take((v.len() + w.len()) * repeat).collect();
+            let mut want = src.clone();
+            want.sort_unstable();
+            want.dedup();
+            let want_repeats: Vec<(u32, u32)> = want
                 .iter()
                 .enumerate()
                 .map(|(i, h)| (i as u32, src.iter().filter(|&x| x == h).count() as u32 - 1))
                 .filter(|&(_, e)| e > 0)
                 .collect();
+            let (mut got, mut repeats) = (src, vec![(5, 5)]);
+            sort_distinct_counted(&mut got, &mut repeats, &mut SortBuffers::default());
+            prop_assert_eq!(got, want);
             prop_assert_eq!(repeats, want_repeats);
         }
 
