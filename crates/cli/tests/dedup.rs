@@ -671,3 +671,112 @@ fn rusqlite_count(db: &Path) -> i64 {
         .query_row("SELECT count(*) FROM records", [], |r| r.get(0))
         .unwrap()
 }
+
+#[test]
+fn a_run_another_process_writes_to_decides_again_what_it_had_not_committed() {
+    // A long run commits each batch while it decides the next, without the store's lock;
+    // short runs write to the same store meanwhile. The long run's first batch committed
+    // after such a write is refused (it was decided without that write's records): it
+    // opens the store again, decides what was not committed again under the lock, and
+    // goes on. Every run completes, every record is stored once.
+    let dir = tempfile::tempdir().unwrap();
+    let n = 4000usize;
+    let mut input = String::new();
+    for i in 0..n {
+        let mut text = prose(i / 2);
+        if i % 2 == 1 {
+            text.push_str(" amended");
+        }
+        input.push_str(&serde_json::json!({"id": format!("r{i}"), "body_text": text}).to_string());
+        input.push('\n');
+    }
+    std::fs::write(dir.path().join("in.jsonl"), input).unwrap();
+    let long = Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args([
+            "dedup",
+            "--jsonl",
+            "in.jsonl",
+            "--out",
+            "out-long",
+            "--store",
+            "s.db",
+            "--batch-size",
+            "32",
+        ])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Short runs until the long one ends: each stores a copy of one of its texts.
+    let short_run = |k: usize| -> Run {
+        let name = format!("short{k}.jsonl");
+        let line = serde_json::json!({"id": format!("s{k}"), "body_text": prose(k * 7 % (n / 2))});
+        std::fs::write(dir.path().join(&name), format!("{line}\n")).unwrap();
+        let out = format!("out-short{k}");
+        neardup(
+            dir.path(),
+            &[
+                "dedup", "--jsonl", &name, "--out", &out, "--store", "s.db", "--quiet",
+            ],
+        )
+    };
+    let mut long = long;
+    let mut shorts = 0usize;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    while long.try_wait().unwrap().is_none() {
+        let r = short_run(shorts);
+        assert_eq!(r.code, 0, "short run {shorts}: {}", r.stderr);
+        shorts += 1;
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the long run did not end"
+        );
+    }
+    let out = long.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("another process wrote to"),
+        "no short run wrote while the long run committed behind ({shorts} short runs): {stderr}"
+    );
+    let r = report(&dir.path().join("out-long"));
+    assert_eq!(r["accounting_balanced"], true);
+    assert_eq!(r["input_records"], n);
+    let merges = lines(&dir.path().join("out-long/merges.jsonl"));
+    let mut merged: Vec<&str> = merges
+        .iter()
+        .map(|m| m["merged"].as_str().unwrap())
+        .collect();
+    let count = merged.len();
+    merged.sort_unstable();
+    merged.dedup();
+    assert_eq!(merged.len(), count, "a record was merged twice");
+    let kept = lines(&dir.path().join("out-long/kept.jsonl")).len();
+    assert_eq!(kept as u64, r["kept"].as_u64().unwrap());
+    let conn = rusqlite::Connection::open(dir.path().join("s.db")).unwrap();
+    let (rows, ids): (i64, i64) = conn
+        .query_row(
+            "SELECT count(*), count(DISTINCT id) FROM records",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((rows, ids), ((n + shorts) as i64, (n + shorts) as i64));
+    // Each short run's copy shares its cluster with the long run's record of that text,
+    // whichever of them came first.
+    let survivor = |id: &str| -> i64 {
+        conn.query_row("SELECT survivor FROM records WHERE id = ?1", [id], |r| {
+            r.get(0)
+        })
+        .unwrap()
+    };
+    for k in 0..shorts {
+        let original = format!("r{}", 2 * (k * 7 % (n / 2)));
+        assert_eq!(survivor(&format!("s{k}")), survivor(&original), "s{k}");
+    }
+    let ok: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(ok, "ok");
+}

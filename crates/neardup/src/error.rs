@@ -92,6 +92,11 @@ pub enum Error {
     /// An earlier commit failed, so the in-memory state no longer matches the store.
     #[error("an earlier write to the store failed; reopen the store to continue from its last committed state")]
     Poisoned,
+    /// Another process committed to the store while this one decided a batch whose commit
+    /// ran in the background ([`Deduper::process_prepared_behind`](crate::Deduper::process_prepared_behind)):
+    /// those decisions were made on a stale view, so nothing of the batch was written.
+    #[error("another process wrote to the store while this one was deciding a batch: nothing of that batch was written; reopen the store and process its records again")]
+    Conflict,
     /// A file had the wrong format.
     #[error("{}: {reason}", .path.display())]
     Format {

@@ -119,30 +119,91 @@ fn analyse(
     a
 }
 
-/// Writes a chunk's rejects, then decides and commits its records and writes their outcomes.
-fn finish(
-    a: Analysed,
-    strict: bool,
+/// A chunk decided, whose outputs wait until its batch is durable.
+struct Decided {
+    chunk: Analysed,
+    outcomes: Vec<neardup::Outcome>,
+}
+
+/// How a chunk's batch is committed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Commit {
+    /// Under the store's lock, after catching up with other processes' commits; durable
+    /// when the decision returns ([`Deduper::process_prepared`]).
+    Now,
+    /// Handed to the store, which commits it while the next chunk is decided
+    /// ([`Deduper::process_prepared_behind`]): durable once the next chunk's decision (or
+    /// the last wait) returns, refused if another process wrote meanwhile.
+    Behind,
+}
+
+/// Decides a chunk's records (its analyses are taken) and commits their batch as `commit`
+/// says.
+fn decide(
+    chunk: &mut Analysed,
     now: Timestamp,
+    commit: Commit,
     deduper: &mut Deduper<Box<dyn Store>>,
-    state: &mut RunState,
-) -> anyhow::Result<()> {
+) -> neardup::Result<Vec<neardup::Outcome>> {
+    if chunk.records.is_empty() {
+        // Nothing to decide; what the caller takes this call to confirm must be, though.
+        deduper.wait_committed()?;
+        return Ok(Vec::new());
+    }
+    let prepared = std::mem::take(&mut chunk.prepared);
+    match commit {
+        Commit::Now => deduper.process_prepared(&chunk.records, prepared, now),
+        Commit::Behind => deduper.process_prepared_behind(&chunk.records, prepared, now),
+    }
+}
+
+/// Writes a chunk's rejects and its records' outcomes (once its batch is durable).
+fn write_outputs(d: Decided, state: &mut RunState) -> anyhow::Result<()> {
+    let Decided { chunk: a, outcomes } = d;
     state.counts.input += a.inputs;
     state.counts.text_bytes += a.text_bytes;
     for reject in &a.rejects {
-        if strict {
-            bail!("{reject} (--strict)");
-        }
         state.reject(&reject.origin.to_string(), None, &reject.reason)?;
     }
-    if a.records.is_empty() {
-        return Ok(());
-    }
-    let outcomes = deduper
-        .process_prepared(&a.records, a.prepared, now)
-        .context("deduplicating")?;
     for ((record, (object, origin)), outcome) in a.records.iter().zip(a.extras).zip(outcomes) {
         state.record_outcome(record, object, &origin, outcome)?;
+    }
+    Ok(())
+}
+
+/// After [`neardup::Error::Conflict`] (another process wrote to the store while a batch
+/// was decided): opens the store anew, so that memory holds what it holds now, and decides
+/// the chunks whose batches were not written (`unconfirmed`, oldest first) again, under the
+/// store's lock, with the new deduper's analyses; writes their outputs.
+fn redo_after_conflict(
+    args: &DedupArgs,
+    deduper: &mut Deduper<Box<dyn Store>>,
+    records_in_input: u64,
+    unconfirmed: Vec<Analysed>,
+    now: Timestamp,
+    state: &mut RunState,
+) -> anyhow::Result<()> {
+    if !args.quiet {
+        eprintln!(
+            "neardup: another process wrote to {} during this run: reopening it and deciding the last {} records again",
+            args.store.display(),
+            unconfirmed.iter().map(|a| a.records.len()).sum::<usize>()
+        );
+    }
+    *deduper = super::open_deduper_with(
+        &args.store,
+        &args.profile,
+        &args.rule,
+        records_in_input,
+        !args.no_language,
+        true,
+    )
+    .with_context(|| format!("reopening store {}", args.store.display()))?;
+    deduper.reserve(records_in_input)?;
+    for mut chunk in unconfirmed {
+        chunk.prepared = deduper.analyzer().prepare(&chunk.records);
+        let outcomes = decide(&mut chunk, now, Commit::Now, deduper).context("deduplicating")?;
+        write_outputs(Decided { chunk, outcomes }, state)?;
     }
     Ok(())
 }
@@ -229,6 +290,11 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
         // Now the input's size is known, not guessed from its bytes.
         deduper.reserve(first_passes.inputs)?;
     }
+    let records_in_input = if first_passes.inputs > 0 {
+        first_passes.inputs
+    } else {
+        expected
+    };
     let learned_at = started.elapsed();
 
     // Pass 2: deduplicate.
@@ -278,9 +344,79 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
                 }
             }
         });
-        for analysed in analysed_rx {
-            finish(analysed, args.strict, now, &mut deduper, &mut state)?;
+        // Each chunk is decided while the batch of the one before commits; the outputs of
+        // a chunk are written once its batch is durable, which the next chunk's decision
+        // (or the last wait) confirms. The first chunk commits at once, under the store's
+        // lock after catching up with other processes (a run of one chunk gains nothing
+        // from committing behind, and a short run on a store that a long one is filling
+        // would be refused); after a conflict, so does every chunk left.
+        let mut unconfirmed: Option<Decided> = None;
+        let mut commit = Commit::Now;
+        let mut conflicted = false;
+        for mut analysed in analysed_rx {
+            if analyzer.generation() != deduper.analyzer_generation() {
+                // A deduper opened anew after a conflict: analyses made for the old one
+                // are made again, in parallel here rather than one by one in its decisions.
+                analysed.prepared = deduper.analyzer().prepare(&analysed.records);
+            }
+            if let (true, Some(reject)) = (args.strict, analysed.rejects.first()) {
+                // What was decided before is written out first, as a run that stops on
+                // an error leaves it.
+                deduper.wait_committed().context("deduplicating")?;
+                if let Some(before) = unconfirmed.take() {
+                    write_outputs(before, &mut state)?;
+                }
+                bail!("{reject} (--strict)");
+            }
+            match decide(&mut analysed, now, commit, &mut deduper) {
+                Ok(outcomes) => {
+                    let d = Decided {
+                        chunk: analysed,
+                        outcomes,
+                    };
+                    match commit {
+                        Commit::Now => write_outputs(d, &mut state)?,
+                        Commit::Behind => {
+                            if let Some(before) = unconfirmed.replace(d) {
+                                write_outputs(before, &mut state)?;
+                            }
+                        }
+                    }
+                }
+                Err(neardup::Error::Conflict) => {
+                    let mut redo: Vec<Analysed> =
+                        unconfirmed.take().into_iter().map(|d| d.chunk).collect();
+                    redo.push(analysed);
+                    redo_after_conflict(
+                        args,
+                        &mut deduper,
+                        records_in_input,
+                        redo,
+                        now,
+                        &mut state,
+                    )?;
+                    conflicted = true;
+                }
+                Err(e) => return Err(anyhow::Error::new(e).context("deduplicating")),
+            }
+            commit = if conflicted {
+                Commit::Now
+            } else {
+                Commit::Behind
+            };
             progress.set_position(state.counts.input);
+        }
+        match deduper.wait_committed() {
+            Ok(()) => {
+                if let Some(last) = unconfirmed.take() {
+                    write_outputs(last, &mut state)?;
+                }
+            }
+            Err(neardup::Error::Conflict) => {
+                let redo = unconfirmed.take().into_iter().map(|d| d.chunk).collect();
+                redo_after_conflict(args, &mut deduper, records_in_input, redo, now, &mut state)?;
+            }
+            Err(e) => return Err(anyhow::Error::new(e).context("deduplicating")),
         }
         reader.join().expect("the reader thread does not panic")
     })?;

@@ -366,6 +366,14 @@ impl Analyzer {
     }
 }
 
+/// A boilerplate generation no deduper of this process has had: generations come from one
+/// counter, so an analysis made by one deduper (say, one opened over the same store before
+/// it) is never taken for current by another whose boilerplate may differ.
+fn next_generation() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 thread_local! {
     /// Each thread's analysis buffers, kept from record to record.
     static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::default();
@@ -614,7 +622,7 @@ impl DeduperBuilder {
             radius: FastMap::default(),
             hosts: HashMap::new(),
             furniture: Arc::default(),
-            generation: 0,
+            generation: next_generation(),
             next_handle: 1,
             sets: sets::Sets::new(if store_sets_in_memory {
                 0
@@ -624,6 +632,7 @@ impl DeduperBuilder {
             group: Vec::new(),
             window_queue: None,
             poisoned: false,
+            behind: None,
         };
         let (mut words, mut chars) = (Vec::new(), Vec::new());
         for r in stored {
@@ -690,6 +699,9 @@ pub struct Deduper<S: Store> {
     /// [`evict_from_index_before`](Self::evict_from_index_before) is used.
     window_queue: Option<std::collections::BTreeSet<(Timestamp, u64)>>,
     poisoned: bool,
+    /// A batch handed to the store by [`process_prepared_behind`](Self::process_prepared_behind)
+    /// whose commit is not confirmed yet: the handles below this are in it or before it.
+    behind: Option<u64>,
 }
 
 impl<S: Store> std::fmt::Debug for Deduper<S> {
@@ -809,7 +821,7 @@ impl<S: Store> Deduper<S> {
                     set,
                 },
             );
-            self.generation += 1;
+            self.generation = next_generation();
         }
         self.furnish();
     }
@@ -838,6 +850,7 @@ impl<S: Store> Deduper<S> {
     /// process make the lock and the sync no-ops.
     fn exclusive<T>(&mut self, f: impl FnOnce(&mut Self, &mut Batch) -> Result<T>) -> Result<T> {
         self.check()?;
+        self.wait_committed()?;
         self.store.lock()?;
         let result = self.sync_remote().and_then(|()| {
             let mut batch = Batch::default();
@@ -890,7 +903,7 @@ impl<S: Store> Deduper<S> {
             for (host, b) in batch.boilerplate {
                 let set = Arc::new(Boilerplate::from_hashes(b.shingles.iter().copied()));
                 self.hosts.insert(host, HostState { stored: b, set });
-                self.generation += 1;
+                self.generation = next_generation();
             }
             self.furnish();
         }
@@ -1474,6 +1487,84 @@ impl<S: Store> Deduper<S> {
             d.grow_index_for(records.len())?;
             d.decide_all(records, prepared, now, batch)
         })
+    }
+
+    /// [`process_prepared`](Self::process_prepared) with the commit behind: the batch is
+    /// decided, the batch of the call before is waited for, and this one is handed to the
+    /// store, which commits it while the caller prepares and decides the next one (with
+    /// SQLite, on a thread of its own; with other stores, before this returns). The
+    /// outcomes answered are durable once the next call (or
+    /// [`wait_committed`](Self::wait_committed)) returns: write them out then, not before.
+    ///
+    /// The batch is decided without the store's lock, on what this deduper holds; the
+    /// store commits it only if no other process wrote meanwhile. If one did,
+    /// [`Error::Conflict`]: nothing of the batch was written, this deduper refuses further
+    /// work ([`Error::Poisoned`]), and the records of the batches not yet confirmed are to
+    /// be processed again by a deduper opened anew over the store.
+    ///
+    /// # Errors
+    /// As [`process_prepared`](Self::process_prepared) (for this batch or the one before),
+    /// and [`Error::Conflict`].
+    ///
+    /// # Panics
+    /// When `prepared` does not have one entry per record.
+    pub fn process_prepared_behind(
+        &mut self,
+        records: &[Record],
+        prepared: Vec<PreparedRecord>,
+        now: Timestamp,
+    ) -> Result<Vec<Outcome>> {
+        if !self.store.commits_behind() {
+            return self.process_prepared(records, prepared, now);
+        }
+        assert_eq!(records.len(), prepared.len(), "one analysis per record");
+        self.check()?;
+        let mut batch = Batch::default();
+        let decided = (|| {
+            let prepared: Vec<Analysed> = records
+                .iter()
+                .zip(prepared)
+                .map(|(r, p)| self.current(r, p))
+                .collect();
+            self.grow_index_for(records.len())?;
+            self.decide_all(records, prepared, now, &mut batch)
+        })();
+        let outcomes = match decided {
+            Ok(outcomes) => outcomes,
+            Err(e) => {
+                self.poisoned = true;
+                return Err(e);
+            }
+        };
+        self.wait_committed()?;
+        if let Err(e) = self.store.commit_behind(batch) {
+            self.poisoned = true;
+            return Err(e);
+        }
+        self.behind = Some(self.next_handle);
+        Ok(outcomes)
+    }
+
+    /// Waits until the batch [`process_prepared_behind`](Self::process_prepared_behind)
+    /// handed to the store last is committed; nothing to wait for is no error.
+    ///
+    /// # Errors
+    /// That batch's, as [`process_prepared_behind`](Self::process_prepared_behind)
+    /// describes; this deduper then refuses further work.
+    pub fn wait_committed(&mut self) -> Result<()> {
+        let Some(bound) = self.behind.take() else {
+            return Ok(());
+        };
+        match self.store.wait_behind() {
+            Ok(()) => {
+                self.sets.committed_before(bound);
+                Ok(())
+            }
+            Err(e) => {
+                self.poisoned = true;
+                Err(e)
+            }
+        }
     }
 
     fn decide_all(

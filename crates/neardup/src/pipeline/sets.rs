@@ -76,6 +76,20 @@ impl Sets {
         }
     }
 
+    /// The records below handle `bound` committed (a batch committed in the background
+    /// while later records were decided): their sets become cached ones.
+    pub(super) fn committed_before(&mut self, bound: u64) {
+        let done = self.pending.extract_if(|&h, _| h < bound);
+        match &self.cache {
+            Some(cache) => {
+                for (h, set) in done {
+                    cache.insert(h, set);
+                }
+            }
+            None => done.for_each(drop),
+        }
+    }
+
     /// Forgets a record's set (erasure): nothing of it stays in memory.
     pub(super) fn remove(&mut self, handle: u64) {
         self.pending.remove(&handle);
@@ -120,6 +134,27 @@ mod tests {
         assert_eq!(sets.get(1), None);
         sets.fetched(2, &set(3));
         assert_eq!(sets.get(2).as_deref(), Some(&set(3)[..]));
+    }
+
+    #[test]
+    fn sets_below_a_committed_bound_move_to_the_cache_and_later_ones_stay_pending() {
+        let mut sets = Sets::new(1 << 20);
+        for h in 1..=6 {
+            sets.add_pending(h, set(h as u32));
+        }
+        sets.committed_before(4);
+        let mut pending: Vec<u64> = sets.pending.keys().copied().collect();
+        pending.sort_unstable();
+        assert_eq!(pending, [4, 5, 6]);
+        for h in 1..=6 {
+            assert_eq!(sets.get(h).as_deref(), Some(&set(h as u32)[..]), "{h}");
+        }
+        let mut uncached = Sets::new(0);
+        uncached.add_pending(1, set(1));
+        uncached.add_pending(2, set(2));
+        uncached.committed_before(2);
+        assert_eq!(uncached.get(1), None);
+        assert!(uncached.get(2).is_some());
     }
 
     #[test]

@@ -1264,3 +1264,163 @@ fn reserving_lays_the_index_out_for_the_input_and_keeps_what_it_holds() {
     }
     assert_eq!(d.stats().records, 3);
 }
+
+/// Families of near duplicates and copies in batches: what committing behind is tested on.
+fn behind_batches() -> Vec<Vec<Record>> {
+    (0..6u64)
+        .map(|b| {
+            (0..20u64)
+                .map(|i| {
+                    let family = (b * 7 + i) % 9;
+                    let base = doc(500 + family, 150 + family as usize * 20);
+                    let text = match i % 4 {
+                        0 => base.to_uppercase(),
+                        1 => base,
+                        _ => edit(&base, (b + i) as usize % 12),
+                    };
+                    Record::new(format!("b{b}-{i}"), text)
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn stored_ids(path: &std::path::Path) -> Vec<String> {
+    let store = SqliteStore::open(path).unwrap();
+    let mut ids = Vec::new();
+    store.load(&mut |r| ids.push(r.id)).unwrap();
+    ids
+}
+
+#[test]
+fn committing_behind_decides_as_committing_at_once_and_confirms_each_batch_by_the_next() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let (at_once_path, behind_path) = (tmp.path().join("a.db"), tmp.path().join("b.db"));
+    let mut at_once = Deduper::builder()
+        .open(SqliteStore::open(&at_once_path).unwrap())
+        .unwrap();
+    let mut behind = Deduper::builder()
+        .open(SqliteStore::open_bulk(&behind_path).unwrap())
+        .unwrap();
+    assert!(behind.store().commits_behind());
+    let (mut want, mut got) = (Vec::new(), Vec::new());
+    let mut confirmed = 0;
+    for batch in behind_batches() {
+        let prepared = at_once.analyzer().prepare(&batch);
+        want.extend(at_once.process_prepared(&batch, prepared, t(NOW)).unwrap());
+        let prepared = behind.analyzer().prepare(&batch);
+        got.extend(
+            behind
+                .process_prepared_behind(&batch, prepared, t(NOW))
+                .unwrap(),
+        );
+        // The batch before this one is in the store now (another connection reads it).
+        let stored = stored_ids(&behind_path).len();
+        assert!(stored >= confirmed, "{stored} < {confirmed}");
+        confirmed += batch.len();
+    }
+    behind.wait_committed().unwrap();
+    assert_eq!(got, want);
+    assert!(got
+        .iter()
+        .any(|o| matches!(o.decision, Decision::Merged { .. })));
+    assert_eq!(stored_ids(&behind_path), stored_ids(&at_once_path));
+    let merges = |d: &Deduper<SqliteStore>| {
+        let mut v = Vec::new();
+        d.store()
+            .merges(&mut |m| v.push((m.kept, m.merged, m.rule)))
+            .unwrap();
+        v
+    };
+    assert_eq!(merges(&behind), merges(&at_once));
+    // Sets committed behind are read back like any others by a deduper opened anew.
+    let mut reopened = Deduper::builder()
+        .open(SqliteStore::open(&behind_path).unwrap())
+        .unwrap();
+    let again = reopened
+        .process(&[Record::new("late", edit(&doc(503, 210), 2))], t(NOW))
+        .unwrap();
+    assert!(
+        matches!(&again[0].decision, Decision::Merged { .. }),
+        "{:?}",
+        again[0].decision
+    );
+}
+
+#[test]
+fn a_batch_committed_behind_another_processs_write_is_refused_and_decided_again_by_a_fresh_deduper()
+{
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let path = tmp.path().join("shared.db");
+    let mut a = Deduper::builder()
+        .open(SqliteStore::open_bulk(&path).unwrap())
+        .unwrap();
+    let mut b = Deduper::builder()
+        .open(SqliteStore::open(&path).unwrap())
+        .unwrap();
+    let text = doc(77, 240);
+    let first = vec![Record::new("a1", doc(78, 240))];
+    let prepared = a.analyzer().prepare(&first);
+    a.process_prepared_behind(&first, prepared, t(NOW)).unwrap();
+    a.wait_committed().unwrap();
+    // Another process stores a text while `a` goes on without syncing.
+    b.process(&[Record::new("from-b", text.clone())], t(NOW))
+        .unwrap();
+    let second = vec![Record::new("a2", edit(&text, 3))];
+    let prepared = a.analyzer().prepare(&second);
+    let out = a
+        .process_prepared_behind(&second, prepared, t(NOW))
+        .unwrap();
+    // Decided on a stale view: `a` did not know `from-b`.
+    assert!(
+        matches!(out[0].decision, Decision::Kept { .. }),
+        "{:?}",
+        out[0].decision
+    );
+    let err = a.wait_committed().unwrap_err();
+    assert!(matches!(err, Error::Conflict), "{err}");
+    assert!(matches!(
+        a.process(&second, t(NOW)).unwrap_err(),
+        Error::Poisoned
+    ));
+    // The first batch is stored, the refused one is not.
+    assert_eq!(stored_ids(&path), ["a1", "from-b"]);
+    drop(a);
+    let mut fresh = Deduper::builder()
+        .open(SqliteStore::open_bulk(&path).unwrap())
+        .unwrap();
+    let prepared = fresh.analyzer().prepare(&second);
+    let out = fresh
+        .process_prepared_behind(&second, prepared, t(NOW))
+        .unwrap();
+    fresh.wait_committed().unwrap();
+    // Now it joins `from-b` (and, the smaller id of two first seen at once, survives).
+    assert!(
+        matches!(&out[0].decision, Decision::Kept { joined: Some((_, _, m)), .. } if m == "from-b"),
+        "{:?}",
+        out[0].decision
+    );
+    assert_eq!(stored_ids(&path), ["a1", "from-b", "a2"]);
+    assert_eq!(
+        fresh.cluster_of("from-b").unwrap().members,
+        ["a2", "from-b"]
+    );
+}
+
+#[test]
+fn committing_behind_a_store_that_cannot_commits_at_once() {
+    let mut d = memory();
+    assert!(!d.store().commits_behind());
+    let batch = vec![
+        Record::new("m1", doc(1, 200)),
+        Record::new("m2", doc(1, 200)),
+    ];
+    let prepared = d.analyzer().prepare(&batch);
+    let out = d.process_prepared_behind(&batch, prepared, t(NOW)).unwrap();
+    assert!(matches!(out[1].decision, Decision::Merged { .. }));
+    // Nothing is waiting: the batch was committed before the call returned.
+    let mut n = 0;
+    d.store().load(&mut |_| n += 1).unwrap();
+    assert_eq!(n, 2);
+    d.wait_committed().unwrap();
+}

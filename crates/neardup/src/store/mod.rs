@@ -261,6 +261,15 @@ impl<T: Store + ?Sized> Store for Box<T> {
     fn sync(&mut self, f: &mut dyn FnMut(Batch)) -> Result<()> {
         (**self).sync(f)
     }
+    fn commits_behind(&self) -> bool {
+        (**self).commits_behind()
+    }
+    fn commit_behind(&mut self, batch: Batch) -> Result<()> {
+        (**self).commit_behind(batch)
+    }
+    fn wait_behind(&mut self) -> Result<()> {
+        (**self).wait_behind()
+    }
 }
 
 /// What [`Store::merges_since`] hands on: entries logged at or after `since` (an
@@ -424,6 +433,47 @@ pub trait Store: Send + Sync {
     /// Backend failures.
     fn sync(&mut self, f: &mut dyn FnMut(Batch)) -> Result<()> {
         let _ = f;
+        Ok(())
+    }
+
+    /// Whether [`commit_behind`](Self::commit_behind) commits on a thread of the store's
+    /// own (the default: no, it commits before it returns).
+    fn commits_behind(&self) -> bool {
+        false
+    }
+
+    /// Commits `batch` without the caller holding [`lock`](Self::lock): only if no other
+    /// process committed since this one last synchronised, else nothing of it is written
+    /// and the answer is [`Error::Conflict`](crate::Error::Conflict) (the batch was
+    /// decided on a stale view; [`load`](Self::load) the store again before deciding
+    /// more). A store that [`commits_behind`](Self::commits_behind)
+    /// returns at once and commits on a thread of its own, one batch at a time: the batch
+    /// is durable, or its error known, once [`wait_behind`](Self::wait_behind) returns,
+    /// and a second call first waits for the batch before. The default commits at once,
+    /// under the lock.
+    ///
+    /// # Errors
+    /// As [`commit`](Self::commit), and [`Error::Conflict`](crate::Error::Conflict); a
+    /// store that commits behind reports them from [`wait_behind`](Self::wait_behind),
+    /// and this answers the error of the batch before, if any.
+    fn commit_behind(&mut self, batch: Batch) -> Result<()> {
+        self.lock()?;
+        let mut moved = false;
+        let result = self.sync(&mut |_| moved = true).and_then(|()| match moved {
+            true => Err(crate::Error::Conflict),
+            false => self.commit(&batch),
+        });
+        let unlocked = self.unlock();
+        result?;
+        unlocked
+    }
+
+    /// Waits until the batch handed to [`commit_behind`](Self::commit_behind) is durable.
+    /// Nothing to wait for is no error.
+    ///
+    /// # Errors
+    /// That batch's: as [`commit_behind`](Self::commit_behind).
+    fn wait_behind(&mut self) -> Result<()> {
         Ok(())
     }
 }

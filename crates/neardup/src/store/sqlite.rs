@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 
@@ -74,8 +74,8 @@ CREATE TABLE IF NOT EXISTS boilerplate (
 /// The SQLite store.
 pub struct SqliteStore {
     // A mutex makes the store Sync, so readers on several threads (the HTTP service) can
-    // share it; SQLite serialises writers anyway.
-    conn: Mutex<Connection>,
+    // share it; SQLite serialises writers anyway. Shared with the commit thread.
+    conn: Arc<Mutex<Connection>>,
     /// Read-only connections for verification reads (shingle sets): WAL lets them read
     /// while `conn` writes, so queries neither queue behind one another on one connection
     /// nor wait for a commit's fsync. They map the file (`mmap_size`) instead of copying
@@ -84,15 +84,41 @@ pub struct SqliteStore {
     next_reader: AtomicUsize,
     path: PathBuf,
     /// The last change-log entry this process has applied (its own or others').
-    seen: Mutex<i64>,
+    seen: Arc<Mutex<i64>>,
     /// Whether `lock` holds an open write transaction.
     locked: bool,
     /// Whether commits go through a rollback journal ([`SqliteStore::open_bulk`]).
     bulk: bool,
+    /// The thread that commits what [`Store::commit_behind`] hands over, once started (in
+    /// a mutex only to be `Sync`: it is used through `&mut self`).
+    behind: Mutex<Option<Behind>>,
+}
+
+/// The commit thread of [`Store::commit_behind`]: one batch at a time, each answered in
+/// turn.
+struct Behind {
+    batches: std::sync::mpsc::SyncSender<Batch>,
+    answers: std::sync::mpsc::Receiver<Result<()>>,
+    /// Whether a batch was handed over and its answer not taken yet.
+    waiting: bool,
+    thread: std::thread::JoinHandle<()>,
 }
 
 impl Drop for SqliteStore {
     fn drop(&mut self) {
+        // A batch being committed is finished first (its outcome is no longer wanted: a
+        // batch that fails leaves nothing, one that succeeds is in the store).
+        if let Some(behind) = self.behind_mut().take() {
+            let Behind {
+                batches,
+                answers,
+                thread,
+                ..
+            } = behind;
+            drop(batches);
+            let _ = thread.join();
+            drop(answers);
+        }
         // Readers first: a read-only connection that has read holds a shared lock, and the
         // write connection checkpoints the WAL into the database file and deletes it only
         // when it closes last. Otherwise the last commits would stay in the -wal file, and
@@ -229,13 +255,14 @@ impl SqliteStore {
             .collect::<rusqlite::Result<_>>()
             .map_err(err)?;
         let store = SqliteStore {
-            conn: Mutex::new(conn),
+            conn: Arc::new(Mutex::new(conn)),
             readers,
             next_reader: AtomicUsize::new(0),
             path: path.to_owned(),
-            seen: Mutex::new(0),
+            seen: Arc::new(Mutex::new(0)),
             locked: false,
             bulk,
+            behind: Mutex::new(None),
         };
         match store.get_meta("schema_version")? {
             None => store.put_meta("schema_version", &SCHEMA_VERSION.to_string())?,
@@ -248,6 +275,27 @@ impl SqliteStore {
             }
         }
         Ok(store)
+    }
+
+    /// Takes the answer of the batch handed to the commit thread, if one is outstanding.
+    fn finish_behind(&mut self) -> Result<()> {
+        let path = self.path.clone();
+        match self.behind_mut() {
+            Some(behind) if behind.waiting => {
+                behind.waiting = false;
+                behind.answers.recv().unwrap_or_else(|_| {
+                    Err(Error::Store {
+                        path,
+                        reason: "the commit thread stopped".into(),
+                    })
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn behind_mut(&mut self) -> &mut Option<Behind> {
+        self.behind.get_mut().unwrap_or_else(|e| e.into_inner())
     }
 
     fn conn(&self) -> MutexGuard<'_, Connection> {
@@ -405,6 +453,74 @@ impl SqliteStore {
     }
 }
 
+/// Writes `batch` and, when it changes anything another process must learn, its change-log
+/// entry, in the open transaction; answers the entry's `seq` (0 for none).
+fn write_batch(conn: &Connection, batch: &Batch) -> rusqlite::Result<i64> {
+    SqliteStore::apply(conn, batch)?;
+    // What other processes need to bring their memory up to date: new records by handle
+    // (their rows hold the rest), no shingles, no log.
+    let change = Change {
+        handles: batch.records.iter().map(|n| n.record.handle).collect(),
+        records: Vec::new(),
+        survivor_updates: batch.survivor_updates.clone(),
+        boilerplate: batch.boilerplate.clone(),
+        erase: batch.erase.clone(),
+    };
+    if change.is_empty() {
+        return Ok(0);
+    }
+    let json = serde_json::to_string(&change).expect("changes serialise");
+    conn.execute("INSERT INTO changes (batch) VALUES (?1)", [&json])?;
+    Ok(conn.last_insert_rowid())
+}
+
+/// Records that the change log is read (or written) up to `seq`.
+fn note_seen(seen: &Mutex<i64>, seq: i64) {
+    if seq > 0 {
+        let mut seen = seen.lock().unwrap_or_else(|e| e.into_inner());
+        *seen = (*seen).max(seq);
+    }
+}
+
+/// Commits `batch` in a transaction of its own unless another process has logged a change
+/// this one has not seen (`seen`): answers whether it committed. The write lock is taken
+/// first (`BEGIN IMMEDIATE`), so nothing can be logged between the check and the commit.
+fn commit_unless_moved(
+    conn: &Connection,
+    seen: &Mutex<i64>,
+    batch: &Batch,
+) -> rusqlite::Result<bool> {
+    conn.execute_batch("BEGIN IMMEDIATE")?;
+    let result = (|| -> rusqlite::Result<Option<i64>> {
+        let last = *seen.lock().unwrap_or_else(|e| e.into_inner());
+        let moved: bool = conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM changes WHERE seq > ?1)",
+            [last],
+            |r| r.get(0),
+        )?;
+        if moved {
+            return Ok(None);
+        }
+        let seq = write_batch(conn, batch)?;
+        conn.execute_batch("COMMIT")?;
+        Ok(Some(seq))
+    })();
+    match result {
+        Ok(Some(seq)) => {
+            note_seen(seen, seq);
+            Ok(true)
+        }
+        Ok(None) => {
+            conn.execute_batch("ROLLBACK")?;
+            Ok(false)
+        }
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            Err(e)
+        }
+    }
+}
+
 /// WAL pages after which a commit checkpoints the WAL into the database file (SQLite's
 /// default is 1,000). The commit that checkpoints also copies and syncs, so a checkpoint is
 /// the tail of the service's insert latency; smaller, more frequent ones shorten it: side
@@ -523,6 +639,7 @@ impl Store for SqliteStore {
     }
 
     fn set_meta(&mut self, key: &str, value: &str) -> Result<()> {
+        self.finish_behind()?;
         self.put_meta(key, value)
     }
 
@@ -660,57 +777,97 @@ impl Store for SqliteStore {
     }
 
     fn commit(&mut self, batch: &Batch) -> Result<()> {
+        self.finish_behind()?;
         if batch.is_empty() && !self.locked {
             return Ok(());
         }
-        let path = self.path.clone();
-        let err = |e: rusqlite::Error| Error::Store {
-            path: path.clone(),
-            reason: e.to_string(),
-        };
-        // What other processes need to bring their memory up to date: new records by handle
-        // (their rows hold the rest), no shingles, no log.
-        let change = Change {
-            handles: batch.records.iter().map(|n| n.record.handle).collect(),
-            records: Vec::new(),
-            survivor_updates: batch.survivor_updates.clone(),
-            boilerplate: batch.boilerplate.clone(),
-            erase: batch.erase.clone(),
-        };
-        let json = serde_json::to_string(&change).expect("changes serialise");
         let locked = std::mem::replace(&mut self.locked, false);
         let conn = self.conn();
-        let write = |conn: &Connection| -> rusqlite::Result<i64> {
-            Self::apply(conn, batch)?;
-            if change.is_empty() {
-                return Ok(0);
-            }
-            conn.execute("INSERT INTO changes (batch) VALUES (?1)", [&json])?;
-            Ok(conn.last_insert_rowid())
-        };
         let seq = if locked {
             // `lock` opened the transaction; end it here so the batch is durable on return.
-            match write(&conn).and_then(|seq| conn.execute_batch("COMMIT").map(|()| seq)) {
+            match write_batch(&conn, batch)
+                .and_then(|seq| conn.execute_batch("COMMIT").map(|()| seq))
+            {
                 Ok(seq) => seq,
                 Err(e) => {
                     let _ = conn.execute_batch("ROLLBACK");
-                    return Err(err(e));
+                    return Err(self.err(e));
                 }
             }
         } else {
-            let tx = conn.unchecked_transaction().map_err(err)?;
-            let seq = write(&tx).map_err(err)?;
-            tx.commit().map_err(err)?;
+            let tx = conn.unchecked_transaction().map_err(|e| self.err(e))?;
+            let seq = write_batch(&tx, batch).map_err(|e| self.err(e))?;
+            tx.commit().map_err(|e| self.err(e))?;
             seq
         };
-        if seq > 0 {
-            let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
-            *seen = (*seen).max(seq);
-        }
+        note_seen(&self.seen, seq);
         Ok(())
     }
 
+    fn commits_behind(&self) -> bool {
+        true
+    }
+
+    /// Hands `batch` to the store's commit thread (started on the first call), after the
+    /// batch before it is committed: the caller decides its next batch meanwhile. The
+    /// thread takes the write lock, checks that the change log holds nothing this process
+    /// has not seen, and commits (see [`commit_unless_moved`]).
+    fn commit_behind(&mut self, batch: Batch) -> Result<()> {
+        self.finish_behind()?;
+        if self.locked {
+            // A cycle under `lock` is in progress on this connection: commit in it.
+            return self.commit(&batch);
+        }
+        if self.behind_mut().is_none() {
+            let (batches, jobs) = std::sync::mpsc::sync_channel::<Batch>(1);
+            let (answer, answers) = std::sync::mpsc::channel();
+            let (conn, seen, path) = (self.conn.clone(), self.seen.clone(), self.path.clone());
+            let thread = std::thread::Builder::new()
+                .name("neardup-commit".into())
+                .spawn(move || {
+                    for batch in jobs {
+                        let conn = conn.lock().unwrap_or_else(|e| e.into_inner());
+                        let result = match commit_unless_moved(&conn, &seen, &batch) {
+                            Ok(true) => Ok(()),
+                            Ok(false) => Err(Error::Conflict),
+                            Err(e) => Err(Error::Store {
+                                path: path.clone(),
+                                reason: e.to_string(),
+                            }),
+                        };
+                        drop(conn);
+                        if answer.send(result).is_err() {
+                            break;
+                        }
+                    }
+                })
+                .map_err(|e| Error::Store {
+                    path: self.path.clone(),
+                    reason: format!("starting the commit thread: {e}"),
+                })?;
+            *self.behind_mut() = Some(Behind {
+                batches,
+                answers,
+                waiting: false,
+                thread,
+            });
+        }
+        let path = self.path.clone();
+        let behind = self.behind_mut().as_mut().expect("started above");
+        behind.batches.send(batch).map_err(|_| Error::Store {
+            path,
+            reason: "the commit thread stopped".into(),
+        })?;
+        behind.waiting = true;
+        Ok(())
+    }
+
+    fn wait_behind(&mut self) -> Result<()> {
+        self.finish_behind()
+    }
+
     fn lock(&mut self) -> Result<()> {
+        self.finish_behind()?;
         if self.locked {
             return Ok(());
         }
@@ -733,6 +890,7 @@ impl Store for SqliteStore {
     }
 
     fn sync(&mut self, f: &mut dyn FnMut(Batch)) -> Result<()> {
+        self.finish_behind()?;
         let conn = self.conn();
         let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
         let mut stmt = conn

@@ -219,6 +219,115 @@ fn merges_since_filters_by_time_and_limits(store: &mut dyn Store) {
     assert_eq!(since(Some("2026-12-01T00:00:00Z"), 5), (vec![], false));
 }
 
+fn batches_committed_behind_are_stored_once_waited_for(store: &mut dyn Store) {
+    store.load(&mut |_| {}).unwrap();
+    store.wait_behind().unwrap(); // nothing handed over yet
+    store
+        .commit_behind(Batch {
+            records: vec![record(1, "a", 1)],
+            ..Batch::default()
+        })
+        .unwrap();
+    // The second hand-over waits for the first batch.
+    store
+        .commit_behind(Batch {
+            records: vec![record(2, "b", 1)],
+            merges: vec![merge("a", "b")],
+            ..Batch::default()
+        })
+        .unwrap();
+    store.wait_behind().unwrap();
+    store.wait_behind().unwrap();
+    let handles: Vec<u64> = loaded(store).iter().map(|r| r.handle).collect();
+    assert_eq!(handles, [1, 2]);
+    assert_eq!(merges(store), [merge("a", "b")]);
+    assert_eq!(store.shingles(2).unwrap(), Some(vec![1, 5, 9, 102]));
+    // A batch handed over, then an ordinary commit: both land, in order.
+    store
+        .commit_behind(Batch {
+            records: vec![record(3, "c", 3)],
+            ..Batch::default()
+        })
+        .unwrap();
+    store
+        .commit(&Batch {
+            survivor_updates: vec![(3, 1)],
+            ..Batch::default()
+        })
+        .unwrap();
+    store.wait_behind().unwrap();
+    let got = loaded(store);
+    assert_eq!(got.len(), 3);
+    assert_eq!(got[2].survivor, 1);
+}
+
+/// `a` and `b` are two processes' handles on one store: a batch `a` decided after `b`
+/// committed, without syncing, is refused whole; once `a` has loaded the store again it goes
+/// in.
+fn a_batch_committed_behind_another_processs_commit_is_refused(
+    a: &mut dyn Store,
+    b: &mut dyn Store,
+) {
+    a.load(&mut |_| {}).unwrap();
+    b.load(&mut |_| {}).unwrap();
+    b.lock().unwrap();
+    b.commit(&Batch {
+        records: vec![record(1, "from-b", 1)],
+        ..Batch::default()
+    })
+    .unwrap();
+    b.unlock().unwrap();
+    let stale = Batch {
+        records: vec![record(2, "from-a", 2)],
+        merges: vec![merge("from-b", "from-a")],
+        ..Batch::default()
+    };
+    let refused = a
+        .commit_behind(stale.clone())
+        .and_then(|()| a.wait_behind());
+    assert!(
+        matches!(refused, Err(crate::Error::Conflict)),
+        "{refused:?}"
+    );
+    let ids: Vec<String> = loaded(b).into_iter().map(|r| r.id).collect();
+    assert_eq!(ids, ["from-b"]);
+    assert!(merges(b).is_empty());
+    // Once `a` has loaded what the store holds now, the batch goes in.
+    let ids: Vec<String> = loaded(a).into_iter().map(|r| r.id).collect();
+    assert_eq!(ids, ["from-b"]);
+    a.commit_behind(stale)
+        .and_then(|()| a.wait_behind())
+        .unwrap();
+    let ids: Vec<String> = loaded(b).into_iter().map(|r| r.id).collect();
+    assert_eq!(ids, ["from-b", "from-a"]);
+}
+
+#[test]
+fn sqlite_a_batch_committed_behind_another_processs_commit_is_refused() {
+    for bulk in [false, true] {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let path = tmp.path().join("s.db");
+        let open = if bulk {
+            crate::store::SqliteStore::open_bulk
+        } else {
+            crate::store::SqliteStore::open
+        };
+        let mut a = open(&path).unwrap();
+        let mut b = crate::store::SqliteStore::open(&path).unwrap();
+        a_batch_committed_behind_another_processs_commit_is_refused(&mut a, &mut b);
+    }
+}
+
+#[cfg(feature = "redis")]
+#[test]
+fn redis_a_batch_committed_behind_another_processs_commit_is_refused() {
+    use crate::store::redis::test_server::{shared_server, unique_prefix};
+    let url = shared_server().url(&unique_prefix("behind"));
+    let mut a = crate::store::RedisStore::open(&url).unwrap();
+    let mut b = crate::store::RedisStore::open(&url).unwrap();
+    a_batch_committed_behind_another_processs_commit_is_refused(&mut a, &mut b);
+}
+
 macro_rules! conformance {
     ($($name:ident),*) => {
         mod memory {
@@ -264,7 +373,8 @@ conformance!(
     commit_then_load_round_trips,
     survivor_updates_and_boilerplate_upserts,
     erase_removes_record_shingles_and_its_merge_rows,
-    merges_since_filters_by_time_and_limits
+    merges_since_filters_by_time_and_limits,
+    batches_committed_behind_are_stored_once_waited_for
 );
 
 #[test]
