@@ -811,7 +811,7 @@ impl Store for SqliteStore {
     /// Hands `batch` to the store's commit thread (started on the first call), after the
     /// batch before it is committed: the caller decides its next batch meanwhile. The
     /// thread takes the write lock, checks that the change log holds nothing this process
-    /// has not seen, and commits (see [`commit_unless_moved`]).
+    /// has not seen, and commits.
     fn commit_behind(&mut self, batch: Batch) -> Result<()> {
         self.finish_behind()?;
         if self.locked {
