@@ -11,6 +11,7 @@
 mod memory;
 #[cfg(feature = "redis")]
 pub mod redis;
+mod set_blob;
 mod sqlite;
 
 #[cfg(test)]
@@ -19,6 +20,7 @@ pub(crate) mod tests;
 #[cfg(feature = "redis")]
 pub use self::redis::{RedisStats, RedisStore};
 pub use memory::MemoryStore;
+pub(crate) use set_blob::{blob_to_ids, ids_as_blob, packed_blob};
 pub use sqlite::SqliteStore;
 
 use crate::record::Timestamp;
@@ -476,22 +478,4 @@ pub trait Store: Send + Sync {
     fn wait_behind(&mut self) -> Result<()> {
         Ok(())
     }
-}
-
-/// A verification set as the stores keep it: its ids as little-endian `u32`s, borrowed
-/// where the machine is little-endian (a batch's sets are megabytes, each copied once more
-/// into the store's pages).
-pub(crate) fn ids_as_blob(ids: &[u32]) -> std::borrow::Cow<'_, [u8]> {
-    if cfg!(target_endian = "little") {
-        std::borrow::Cow::Borrowed(bytemuck::cast_slice(ids))
-    } else {
-        std::borrow::Cow::Owned(ids.iter().flat_map(|i| i.to_le_bytes()).collect())
-    }
-}
-
-/// The ids of a blob [`ids_as_blob`] wrote.
-pub(crate) fn blob_to_ids(blob: &[u8]) -> Vec<u32> {
-    blob.chunks_exact(4)
-        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
 }

@@ -1015,7 +1015,11 @@ impl RedisStore {
         let blob: Option<Vec<u8>> =
             self.call("reading shingles", |c| c.query(redis::cmd("GET").arg(&key)))?;
         self.shingle_reads.fetch_add(1, Ordering::Relaxed);
-        Ok(blob.map(|b| blob_to_ids(&b)))
+        blob.map(|b| blob_to_ids(&b)).transpose().map_err(|reason| {
+            self.fail(format!(
+                "the verification set of record handle {handle} is damaged: {reason}"
+            ))
+        })
     }
 
     fn remember_shingles(&self, handle: u64, ids: Arc<Vec<u32>>) {
@@ -1137,7 +1141,15 @@ impl Store for RedisStore {
         for ((i, h, _), value) in missing.into_iter().zip(values) {
             let blob: Option<Vec<u8>> = redis::from_redis_value(value)
                 .map_err(|e| self.fail(format!("reading shingles: {e}")))?;
-            if let Some(ids) = blob.map(|b| blob_to_ids(&b)) {
+            let ids = blob
+                .map(|b| blob_to_ids(&b))
+                .transpose()
+                .map_err(|reason| {
+                    self.fail(format!(
+                        "the verification set of record handle {h} is damaged: {reason}"
+                    ))
+                })?;
+            if let Some(ids) = ids {
                 self.remember_shingles(h, Arc::new(ids.clone()));
                 out[i] = Some(ids);
             }

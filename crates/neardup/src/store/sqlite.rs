@@ -11,14 +11,20 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 
 use super::{
-    blob_to_ids, ids_as_blob, Arrival, Batch, Features, HostBoilerplate, MergeLogEntry, NewRecord,
+    blob_to_ids, packed_blob, Arrival, Batch, Features, HostBoilerplate, MergeLogEntry, NewRecord,
     Rejection, Store, StoredRecord,
 };
 use crate::record::Timestamp;
 use crate::{Error, Result};
 
 /// Version of the schema below; a store of another version is refused with advice.
-const SCHEMA_VERSION: i64 = 2;
+/// Version 3 stores verification sets bit-packed (`set_blob`), which a release that reads
+/// version 2 would take for plain ids: a version-2 store is upgraded when this release opens
+/// it (nothing is rewritten: its plain sets still read), and older releases then refuse it.
+const SCHEMA_VERSION: i64 = 3;
+
+/// The schema version this release upgrades in place (see [`SCHEMA_VERSION`]).
+const UPGRADED_SCHEMA_VERSION: i64 = 2;
 
 /// Indexes earlier releases made on `records` that no query uses (clusters and retention
 /// are answered from memory). Every commit rewrote the leaves its records landed in: a
@@ -267,6 +273,9 @@ impl SqliteStore {
         match store.get_meta("schema_version")? {
             None => store.put_meta("schema_version", &SCHEMA_VERSION.to_string())?,
             Some(v) if v == SCHEMA_VERSION.to_string() => {}
+            Some(v) if v == UPGRADED_SCHEMA_VERSION.to_string() => {
+                store.put_meta("schema_version", &SCHEMA_VERSION.to_string())?
+            }
             Some(v) => {
                 return Err(Error::Store {
                     path: path.to_owned(),
@@ -329,11 +338,16 @@ impl SqliteStore {
         let mut stmt = conn
             .prepare_cached("SELECT ids FROM shingles WHERE handle = ?1")
             .map_err(|e| self.err(e))?;
-        stmt.query_row([handle as i64], |r| {
-            Ok(blob_to_ids(r.get_ref(0)?.as_blob()?))
+        let found = stmt
+            .query_row([handle as i64], |r| {
+                Ok(blob_to_ids(r.get_ref(0)?.as_blob()?))
+            })
+            .optional()
+            .map_err(|e| self.err(e))?;
+        found.transpose().map_err(|reason| Error::Store {
+            path: self.path.clone(),
+            reason: format!("the verification set of record handle {handle} is damaged: {reason}"),
         })
-        .optional()
-        .map_err(|e| self.err(e))
     }
 
     fn get_meta(&self, key: &str) -> Result<Option<String>> {
@@ -380,7 +394,7 @@ impl SqliteStore {
                     r.features.as_str(),
                 ])?;
                 if !n.shingles.is_empty() {
-                    sh.execute(params![r.handle as i64, ids_as_blob(&n.shingles).as_ref()])?;
+                    sh.execute(params![r.handle as i64, packed_blob(&n.shingles).as_ref()])?;
                 }
             }
         }

@@ -696,13 +696,73 @@ fn sqlite_another_process_opening_a_bulk_store_switches_it_back_to_wal_and_both_
 }
 
 #[test]
-fn verification_sets_are_stored_as_little_endian_ids() {
-    let ids = [1u32, 0x0102_0304, u32::MAX];
-    let blob = ids_as_blob(&ids);
-    assert_eq!(
-        blob.as_ref(),
-        [1, 0, 0, 0, 4, 3, 2, 1, 255, 255, 255, 255].as_slice()
-    );
-    assert_eq!(blob_to_ids(&blob), ids);
-    assert!(blob_to_ids(&[]).is_empty());
+fn sqlite_reads_plain_and_packed_sets_refuses_a_damaged_one_and_upgrades_version_2() {
+    // Sets of earlier releases are plain little-endian ids; new ones are packed when that
+    // is smaller. Both read back; a damaged blob is an error naming the record.
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let path = tmp.path().join("s.db");
+    let mut s = crate::store::SqliteStore::open(&path).unwrap();
+    let mut big = record(1, "big", 1);
+    big.shingles = (0..2000u32)
+        .map(|i| i.wrapping_mul(2_147_483).wrapping_add(i) | 1)
+        .collect();
+    big.shingles.sort_unstable();
+    big.shingles.dedup();
+    s.commit(&Batch {
+        records: vec![big.clone(), record(3, "small", 3)],
+        ..Batch::default()
+    })
+    .unwrap();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let stored: Vec<u8> = conn
+        .query_row("SELECT ids FROM shingles WHERE handle = 1", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert!(stored.len() < big.shingles.len() * 4, "packed");
+    conn.execute(
+        "INSERT INTO shingles (handle, ids) VALUES (5, ?1)",
+        [[1u8, 0, 0, 0, 4, 3, 2, 1, 255, 255, 255, 255].as_slice()],
+    )
+    .unwrap();
+    assert_eq!(s.shingles(1).unwrap(), Some(big.shingles.clone()));
+    assert_eq!(s.shingles(3).unwrap(), Some(vec![1, 5, 9, 103]));
+    assert_eq!(s.shingles(5).unwrap(), Some(vec![1, 0x0102_0304, u32::MAX]));
+    conn.execute(
+        "UPDATE shingles SET ids = substr(ids, 1, 20) WHERE handle = 1",
+        [],
+    )
+    .unwrap();
+    let err = s.shingles(1).unwrap_err().to_string();
+    assert!(err.contains("handle 1") && err.contains("damaged"), "{err}");
+    drop(s);
+    // A store of schema version 2 (plain sets only) is upgraded when opened: an older
+    // release would take packed sets for plain ids, so it is refused the store from then.
+    let version = |conn: &rusqlite::Connection| -> String {
+        conn.query_row(
+            "SELECT value FROM meta WHERE key = 'schema_version'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    assert_eq!(version(&conn), "3");
+    conn.execute(
+        "UPDATE meta SET value = '2' WHERE key = 'schema_version'",
+        [],
+    )
+    .unwrap();
+    let s = crate::store::SqliteStore::open(&path).unwrap();
+    assert_eq!(version(&conn), "3");
+    assert_eq!(s.shingles(5).unwrap(), Some(vec![1, 0x0102_0304, u32::MAX]));
+    drop(s);
+    conn.execute(
+        "UPDATE meta SET value = '4' WHERE key = 'schema_version'",
+        [],
+    )
+    .unwrap();
+    let err = crate::store::SqliteStore::open(&path)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("schema version 4"), "{err}");
 }
