@@ -1053,7 +1053,7 @@ fn cmd_eval(args: &Args) -> AnyResult<()> {
         ),
     ];
     if !args.flag("only-default") {
-        for link in [0.0, 0.7, 0.8] {
+        for link in [0.0, 0.7, 0.75, 0.8] {
             let rule = Rule {
                 min_cluster_jaccard: link,
                 ..default

@@ -93,6 +93,20 @@ struct Linkage {
     compared: Vec<(u64, f64)>,
 }
 
+/// What a decided record leaves for [`Deduper::fuse_clusters`]: its verified matches in
+/// clusters other than the one it joined, best first, and the linkage it joined under.
+struct Fusable {
+    matches: Vec<(u64, Scores)>,
+    min_jaccard: f64,
+    features: Features,
+    rule: MergeRule,
+}
+
+/// The most member pairs [`Deduper::fuse_clusters`] compares for one record, over all the
+/// clusters it tries to fuse: clusters that would need more (dozens of distinct texts
+/// each) stay apart, so a record costs at most this many comparisons more.
+const MAX_FUSE_PAIRS: usize = 2048;
+
 /// A host's boilerplate as the pipeline uses it.
 #[derive(Debug, Clone)]
 struct HostState {
@@ -1264,6 +1278,111 @@ impl<S: Store> Deduper<S> {
         Ok(linkage)
     }
 
+    /// Fuses with the cluster of the record `id` just joined each cluster it also verified
+    /// against (`fusable`, best match first) whose members all link to all of its own (same
+    /// features, Jaccard at least the linkage threshold): the record bridges them, and
+    /// every pair of the fused cluster still verifies, as complete linkage promises. Without
+    /// this a record joins only its best match's cluster and its pairs with the other stay
+    /// apart (on the quality bench, a third of the pairs missed). The earlier first seen
+    /// survivor survives; the other's entry in the merge log names the bridging match.
+    fn fuse_clusters(
+        &mut self,
+        id: &str,
+        fusable: Fusable,
+        now: Timestamp,
+        batch: &mut Batch,
+    ) -> Result<Vec<MergeLogEntry>> {
+        let handle = self.by_id[id];
+        let mut entries = Vec::new();
+        let mut budget = MAX_FUSE_PAIRS;
+        for (h, scores) in fusable.matches {
+            let (Some(ours), Some(theirs)) = (self.meta.get(&handle), self.meta.get(&h)) else {
+                continue;
+            };
+            let (a, b) = (ours.survivor, theirs.survivor);
+            if a == b
+                || !self.clusters_link(a, b, fusable.features, fusable.min_jaccard, &mut budget)?
+            {
+                continue;
+            }
+            // The earlier first seen survives (ties: the smaller id); the other is merged,
+            // matched by the record of the surviving cluster the bridge runs through.
+            let (ma, mb) = (&self.meta[&a], &self.meta[&b]);
+            let (winner, loser, matched) = if (ma.first_seen, &*ma.id) <= (mb.first_seen, &*mb.id) {
+                (a, b, handle)
+            } else {
+                (b, a, h)
+            };
+            let entry = MergeLogEntry {
+                kept: self.meta[&winner].id.to_string(),
+                merged: self.meta[&loser].id.to_string(),
+                merged_fingerprint: self.fingerprint_hex(self.meta[&loser].fingerprint),
+                rule: fusable.rule.as_str().into(),
+                distance: scores.distance,
+                jaccard: scores.jaccard,
+                matched: self.meta[&matched].id.to_string(),
+                source_urls: self.own_urls(loser),
+                at: now.to_rfc3339(),
+            };
+            let moved = self.members.remove(&loser).unwrap_or_default();
+            for &m in &moved {
+                self.meta.get_mut(&m).expect("member is stored").survivor = winner;
+                batch.survivor_updates.push((m, winner));
+            }
+            self.members.entry(winner).or_default().extend(moved);
+            self.radius.remove(&winner);
+            self.radius.remove(&loser);
+            batch.merges.push(entry.clone());
+            entries.push(entry);
+        }
+        Ok(entries)
+    }
+
+    /// Whether every member of cluster `a` and every member of cluster `b` (all of
+    /// `features`) are at Jaccard at least `min_jaccard`, within `budget` comparisons, which
+    /// it spends (members of one text are compared once).
+    fn clusters_link(
+        &self,
+        a: u64,
+        b: u64,
+        features: Features,
+        min_jaccard: f64,
+        budget: &mut usize,
+    ) -> Result<bool> {
+        let texts = |survivor: u64| -> Option<Vec<u64>> {
+            let mut seen: FastSet<u128> = Default::default();
+            let mut out = Vec::new();
+            for &m in self.members.get(&survivor).map_or(&[][..], Vec::as_slice) {
+                let meta = &self.meta[&m];
+                if meta.features != features {
+                    return None;
+                }
+                if seen.insert(meta.content_hash) {
+                    out.push(m);
+                }
+            }
+            Some(out)
+        };
+        let (Some(ta), Some(tb)) = (texts(a), texts(b)) else {
+            return Ok(false);
+        };
+        if ta.is_empty() || tb.is_empty() || ta.len() * tb.len() > *budget {
+            return Ok(false);
+        }
+        let (sa, sb) = (self.shingle_sets(&ta)?, self.shingle_sets(&tb)?);
+        for x in &sa {
+            let Some(x) = x else { return Ok(false) };
+            for y in &sb {
+                let Some(y) = y else { return Ok(false) };
+                *budget -= 1;
+                if cannot_reach(x.len(), y.len(), min_jaccard) || id_jaccard(x, y) < min_jaccard {
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(true)
+    }
+
     /// Keeps the members' distances to `survivor` that complete linkage measured.
     fn learn_bounds(&mut self, survivor: u64, learned: &[(u64, f64)]) {
         for &(m, d) in learned {
@@ -1793,13 +1912,60 @@ impl<S: Store> Deduper<S> {
         m
     }
 
+    /// Decides one record ([`decide_record`](Self::decide_record)), then fuses with its
+    /// cluster the other clusters it verified against where complete linkage holds across
+    /// both ([`fuse_clusters`](Self::fuse_clusters)).
     fn decide(
+        &mut self,
+        record: &Record,
+        p: Prepared,
+        found: Option<Presearched>,
+        now: Timestamp,
+        batch: &mut Batch,
+    ) -> Result<Outcome> {
+        let mut fusable = None;
+        let mut outcome = self.decide_record(record, p, found, now, batch, &mut fusable)?;
+        let Some(fusable) = fusable.filter(|f: &Fusable| !f.matches.is_empty()) else {
+            return Ok(outcome);
+        };
+        let rule = fusable.rule;
+        let entries = self.fuse_clusters(&record.id, fusable, now, batch)?;
+        let Some(last) = entries.last() else {
+            return Ok(outcome);
+        };
+        // The record's cluster may have another survivor now: the outcome says which.
+        let handle = self.by_id[record.id.as_str()];
+        let survivor = self.meta[&handle].survivor;
+        let survivor_id = self.meta[&survivor].id.to_string();
+        match &mut outcome.decision {
+            Decision::Merged { survivor: s, .. } => *s = survivor_id,
+            Decision::Kept { .. } if survivor != handle => {
+                outcome.decision = Decision::Merged {
+                    survivor: survivor_id,
+                    matched: last.matched.clone(),
+                    rule,
+                    scores: Scores {
+                        distance: last.distance,
+                        jaccard: last.jaccard,
+                    },
+                };
+            }
+            _ => {}
+        }
+        outcome.merges.extend(entries);
+        Ok(outcome)
+    }
+
+    /// Decides one record; leaves in `fusable` the verified matches in clusters it did not
+    /// try to join (it joined one before them).
+    fn decide_record(
         &mut self,
         record: &Record,
         mut p: Prepared,
         found: Option<Presearched>,
         now: Timestamp,
         batch: &mut Batch,
+        fusable: &mut Option<Fusable>,
     ) -> Result<Outcome> {
         let fingerprint = self.fingerprint_hex(p.fingerprint);
         let (shingles, boilerplate_removed) = (p.shingle_count, p.boilerplate_removed);
@@ -1879,7 +2045,7 @@ impl<S: Store> Deduper<S> {
             let mut scored: Scored = ok.iter().chain(&failed).copied().collect();
             scored.sort_unstable_by_key(|&(h, _)| h);
             let mut tried: FastSet<u64> = Default::default();
-            for &(h, s) in &ok {
+            for (i, &(h, s)) in ok.iter().enumerate() {
                 let survivor = self.meta[&h].survivor;
                 if !tried.insert(survivor) {
                     continue;
@@ -1889,6 +2055,17 @@ impl<S: Store> Deduper<S> {
                 if l.linked {
                     matched = Some((h, near_rule, s));
                     linkage = Some(l);
+                    // Matches in clusters not tried: candidates to fuse with the one joined.
+                    *fusable = Some(Fusable {
+                        matches: ok[i + 1..]
+                            .iter()
+                            .filter(|(h, _)| !tried.contains(&self.meta[h].survivor))
+                            .copied()
+                            .collect(),
+                        min_jaccard,
+                        features,
+                        rule: near_rule,
+                    });
                     break;
                 }
             }

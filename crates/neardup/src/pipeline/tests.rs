@@ -1424,3 +1424,116 @@ fn committing_behind_a_store_that_cannot_commits_at_once() {
     assert_eq!(n, 2);
     d.wait_committed().unwrap();
 }
+
+#[test]
+fn a_record_that_bridges_two_clusters_fuses_them_where_every_pair_still_links() {
+    // `b` carries twelve edits of `a`: Jaccard about 0.78, below the 0.8 to merge but above
+    // the default 0.77 linkage, so they are two clusters. `x` carries half of `b`'s edits:
+    // at about 0.89 from both, it joins `a` (the older of two equal matches) and fuses
+    // `b`'s cluster in, every pair linking. `b2` is `a` with fourteen edits (about 0.75):
+    // its bridge `x2` joins `a` too, but its cluster stays apart.
+    // (A text whose edits all sit within 8 bits of each other, so that every pair here is
+    // a candidate.)
+    let base = doc(4307, 400);
+    let (a, b, x) = (base.clone(), edit(&base, 12), edit(&base, 6));
+    let h = SimHasher::builder().build().unwrap();
+    let j = |s: &str, t: &str| crate::verify::jaccard(&h.shingle_set(s), &h.shingle_set(t));
+    assert!((0.77..0.8).contains(&j(&a, &b)), "{}", j(&a, &b));
+    assert!(j(&a, &x) >= 0.8 && j(&x, &b) >= 0.8);
+    let (b2, x2) = (edit(&base, 14), edit(&base, 7));
+    assert!(j(&a, &b2) < 0.77 && j(&x2, &b2) >= 0.8);
+
+    let mut d = memory();
+    let out = d
+        .process(
+            &[
+                Record::new("a", a.clone()),
+                Record::new("b", b),
+                Record::new("x", x),
+            ],
+            t(NOW),
+        )
+        .unwrap();
+    assert!(matches!(
+        out[1].decision,
+        Decision::Kept { joined: None, .. }
+    ));
+    // Whichever of the two x joined, it ends in the cluster of the older survivor, and its
+    // outcome carries both entries: its own merge and the fused cluster's.
+    assert!(
+        matches!(&out[2].decision, Decision::Merged { survivor, .. } if survivor == "a"),
+        "{:?}",
+        out[2].decision
+    );
+    let entries: Vec<(&str, &str)> = out[2]
+        .merges
+        .iter()
+        .map(|m| (m.kept.as_str(), m.merged.as_str()))
+        .collect();
+    assert!(
+        entries == [("a", "x"), ("a", "b")] || entries == [("b", "x"), ("a", "b")],
+        "{entries:?}"
+    );
+    assert_eq!(d.cluster_of("b").unwrap().members, ["a", "b", "x"]);
+
+    let mut d = memory();
+    d.process(
+        &[
+            Record::new("a", a),
+            Record::new("b2", b2),
+            Record::new("x2", x2),
+        ],
+        t(NOW),
+    )
+    .unwrap();
+    assert_eq!(d.cluster_of("x2").unwrap().members, ["a", "x2"]);
+    assert_eq!(d.cluster_of("b2").unwrap().members, ["b2"]);
+}
+
+#[test]
+fn a_fused_cluster_is_what_the_store_holds_after_reopening() {
+    let base = doc(4307, 400);
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let path = tmp.path().join("s.db");
+    let mut d = Deduper::builder()
+        .open(SqliteStore::open(&path).unwrap())
+        .unwrap();
+    // The first cluster is stored in an earlier batch; the bridge fuses it from a later one,
+    // and the older survivor is the one that was first seen.
+    d.process(
+        &[Record::new("z-old", edit(&base, 12))],
+        t("2026-01-01T00:00:00Z"),
+    )
+    .unwrap();
+    let out = d
+        .process(
+            &[
+                Record::new("a-new", base.clone()),
+                Record::new("m-bridge", edit(&base, 6)),
+            ],
+            t(NOW),
+        )
+        .unwrap();
+    assert_eq!(d.cluster_of("a-new").unwrap().survivor, "z-old", "{out:?}");
+    assert!(
+        matches!(&out[1].decision, Decision::Merged { survivor, .. } if survivor == "z-old"),
+        "{:?}",
+        out[1].decision
+    );
+    drop(d);
+    let d = Deduper::builder()
+        .open(SqliteStore::open(&path).unwrap())
+        .unwrap();
+    let c = d.cluster_of("m-bridge").unwrap();
+    assert_eq!(c.survivor, "z-old");
+    assert_eq!(c.members, ["z-old", "a-new", "m-bridge"]);
+    let mut log = Vec::new();
+    d.store()
+        .merges(&mut |m| log.push((m.kept, m.merged, m.matched)))
+        .unwrap();
+    assert!(
+        log.contains(&("z-old".into(), "a-new".into(), "m-bridge".into()))
+            || log.contains(&("z-old".into(), "a-new".into(), "z-old".into())),
+        "{log:?}"
+    );
+}

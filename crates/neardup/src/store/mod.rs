@@ -20,7 +20,9 @@ pub(crate) mod tests;
 #[cfg(feature = "redis")]
 pub use self::redis::{RedisStats, RedisStore};
 pub use memory::MemoryStore;
-pub(crate) use set_blob::{blob_to_ids, ids_as_blob, packed_blob};
+#[cfg(feature = "redis")]
+pub(crate) use set_blob::ids_as_blob;
+pub(crate) use set_blob::{blob_to_ids, packed_blob};
 pub use sqlite::SqliteStore;
 
 use crate::record::Timestamp;
