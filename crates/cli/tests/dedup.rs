@@ -440,6 +440,51 @@ fn boilerplate_is_learned_from_every_page_of_a_host_that_reaches_the_minimum() {
 }
 
 #[test]
+fn pages_that_repeat_a_page_byte_for_byte_count_for_boilerplate() {
+    // big.example: 5 pages with a template, 5 byte-for-byte copies of the first of them
+    // (the boilerplate pass counts those with the first page's shingles instead of
+    // analysing them again) and 10 pages without it. The template is on 10 pages, the
+    // minimum: learned only if every copy counts. The first page's own text is on 6, too
+    // few to be boilerplate.
+    let dir = tempfile::tempdir().unwrap();
+    let template = "home news sport weather contact about privacy terms subscribe login \
+                    register search archive topics latest popular newsletter follow share print";
+    let mut lines = Vec::new();
+    let page = |i: usize, body: String| {
+        serde_json::json!({"id": format!("p{i}"), "url": format!("https://big.example/{i}"),
+            "body_text": body})
+        .to_string()
+    };
+    for i in 0..20 {
+        let body = match i {
+            0..5 => format!("{template} {}", prose(i + 1)),
+            5..10 => format!("{template} {}", prose(1)),
+            _ => prose(i + 1),
+        };
+        lines.push(page(i, body));
+    }
+    std::fs::write(dir.path().join("in.jsonl"), lines.join("\n")).unwrap();
+    let run = neardup(
+        dir.path(),
+        &[
+            "dedup", "--jsonl", "in.jsonl", "--out", "out", "--store", "s.db", "-q",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let report = report(&dir.path().join("out"));
+    assert_eq!(report["decisions"]["exact"], 5, "{report}");
+    let hosts = report["boilerplate_hosts"]
+        .as_array()
+        .expect("a list")
+        .clone();
+    assert_eq!(hosts.len(), 1, "{hosts:?}");
+    assert_eq!(hosts[0]["pages_learned_from"], 20);
+    // The template's 17 shingles (20 words), and none of the first page's own.
+    let learned = hosts[0]["boilerplate_shingles"].as_u64().unwrap();
+    assert!((10..=17).contains(&learned), "{hosts:?}");
+}
+
+#[test]
 fn kept_records_are_the_same_whether_the_input_is_mapped_or_read() {
     // Plain files are mapped and kept objects are written from the input at the end; .gz
     // files and --no-mmap read the input and spool copies. The outputs must not differ.

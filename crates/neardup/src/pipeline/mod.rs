@@ -249,8 +249,9 @@ impl FirstPass {
 }
 
 /// A hash of what a record's analysis depends on: each field's weight and text, in order.
-/// Records with equal hashes are analysed alike (under one profile and boilerplate).
-fn text_hash(record: &Record) -> u128 {
+/// Records with equal hashes are analysed alike (under one profile and boilerplate), so a
+/// caller may take one's analysis, or its distinct shingles, for the other's.
+pub fn text_hash(record: &Record) -> u128 {
     let mut h = xxhash_rust::xxh3::Xxh3::new();
     for f in &record.fields {
         h.update(&f.weight.to_le_bytes());
