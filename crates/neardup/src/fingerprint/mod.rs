@@ -9,6 +9,7 @@ mod profile;
 pub(crate) mod vote;
 
 use std::fmt;
+use std::sync::Arc;
 
 use blake2::digest::consts::U8;
 use blake2::{Blake2b, Digest};
@@ -175,6 +176,8 @@ pub struct Scratch {
     sort_ids: crate::text::sort::SortBuffers<u32>,
     table: crate::text::sort::DistinctTable,
     distinct: Vec<u64>,
+    /// A set's 32-bit ids while it is made, before they are copied into the set.
+    ids: Vec<u32>,
     removed: usize,
     voted: usize,
     language: Option<crate::text::Language>,
@@ -219,6 +222,7 @@ impl Scratch {
         release(&mut self.strs);
         self.table.release_large(Self::KEEP_BYTES);
         release(&mut self.distinct);
+        release(&mut self.ids);
         self.sort.release_large(Self::KEEP_BYTES);
         self.sort_ids.release_large(Self::KEEP_BYTES);
     }
@@ -507,20 +511,25 @@ impl SimHasher {
     /// shingles), made by sorting the ids rather than the 64-bit hashes, and with the
     /// scratch's shingle buffer kept for the next record (`analyze` hands it over, and a
     /// buffer grown from nothing for every record was a tenth of the analysis's copies).
+    /// The set is made in the scratch and copied once into the shared slice the pipeline
+    /// keeps for verification and hands to the store.
     pub(crate) fn analyze_ids(
         &self,
         fields: &[Field<'_>],
         boilerplate: Option<&Boilerplate>,
         scratch: &mut Scratch,
-    ) -> Result<Analysis<Vec<u32>>> {
+    ) -> Result<Analysis<Arc<[u32]>>> {
         let summary = self.summarize(fields, boilerplate, scratch)?;
-        let mut ids: Vec<u32> = scratch
-            .all_shingles
-            .iter()
-            .map(|&h| crate::verify::shingle_id(h))
-            .collect();
-        sort_distinct(&mut ids, &mut scratch.sort_ids);
-        Ok(summary.with(ids))
+        let ids = &mut scratch.ids;
+        ids.clear();
+        ids.extend(
+            scratch
+                .all_shingles
+                .iter()
+                .map(|&h| crate::verify::shingle_id(h)),
+        );
+        sort_distinct(ids, &mut scratch.sort_ids);
+        Ok(summary.with(Arc::from(&ids[..])))
     }
 
     /// Everything [`analyze`](Self::analyze) answers but the set, whose shingles (not yet

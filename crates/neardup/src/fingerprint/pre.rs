@@ -128,9 +128,10 @@ impl SimHasher {
         pre: &PreAnalysis,
         boilerplate: Option<&Boilerplate>,
         scratch: &mut Scratch,
-    ) -> Result<Analysis<Vec<u32>>> {
+    ) -> Result<Analysis<Arc<[u32]>>> {
         let mut counts = pre.counts.clone();
-        let mut ids: Vec<u32> = Vec::with_capacity(pre.shingles.len());
+        let mut ids = std::mem::take(&mut scratch.ids);
+        ids.clear();
         let mut removed = 0usize;
         match boilerplate.filter(|b| !b.is_empty()) {
             None => ids.extend(pre.shingles.iter().map(|&h| crate::verify::shingle_id(h))),
@@ -166,9 +167,11 @@ impl SimHasher {
         // share are left to drop.
         debug_assert!(ids.is_sorted());
         ids.dedup();
+        let shingles = Arc::from(&ids[..]);
+        scratch.ids = ids;
         Ok(Analysis {
             fingerprint: self.make(counts.majority(), 0),
-            shingles: ids,
+            shingles,
             content_hash: pre.content_hash,
             token_count: pre.token_count,
             boilerplate_removed: removed,

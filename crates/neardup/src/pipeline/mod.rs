@@ -8,6 +8,7 @@
 mod decision;
 mod reevaluate;
 mod sets;
+use sets::Set;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -450,7 +451,7 @@ struct Prepared {
     boilerplate_removed: usize,
     fingerprint: u128,
     content_hash: u128,
-    shingles: Vec<u32>,
+    shingles: Set,
     tokens: usize,
     /// Its [`text_hash`], when [`Analyzer::prepare_run`] remembered it: the deduper then
     /// keeps its analysis for later records of the same text.
@@ -1542,9 +1543,9 @@ impl<S: Store> Deduper<S> {
             return Ok(None);
         };
         let shingles = match meta.features {
-            Features::ExactOnly => Vec::new(),
+            Features::ExactOnly => Set::default(),
             _ => match self.shingle_sets(&[e.handle])?.pop().flatten() {
-                Some(set) => set.to_vec(),
+                Some(set) => set,
                 None => return Ok(None),
             },
         };
@@ -2143,11 +2144,11 @@ impl<S: Store> Deduper<S> {
             self.group.push((handle, p.fingerprint as u64, kind));
         }
         if indexed {
-            self.sets.add_pending(handle, p.shingles.as_slice().into());
+            self.sets.add_pending(handle, p.shingles.clone());
         }
         batch.records.push(NewRecord {
             record: stored,
-            shingles: if indexed { p.shingles } else { Vec::new() },
+            shingles: if indexed { p.shingles } else { Set::default() },
         });
 
         let Some((matched_handle, rule, scores)) = matched else {
@@ -2524,8 +2525,8 @@ fn prepare_finished(
 /// an exact duplicate of the template).
 fn without_furniture_if_empty(
     furniture: &Boilerplate,
-    mut analyse: impl FnMut(Option<&Boilerplate>) -> Result<crate::fingerprint::Analysis<Vec<u32>>>,
-) -> Result<crate::fingerprint::Analysis<Vec<u32>>, String> {
+    mut analyse: impl FnMut(Option<&Boilerplate>) -> Result<crate::fingerprint::Analysis<Arc<[u32]>>>,
+) -> Result<crate::fingerprint::Analysis<Arc<[u32]>>, String> {
     let boilerplate = (!furniture.is_empty()).then_some(furniture);
     match analyse(boilerplate) {
         Ok(a) => Ok(a),
@@ -2540,7 +2541,7 @@ fn without_furniture_if_empty(
 impl Prepared {
     /// A record analysed over its words.
     fn of_words(
-        analysis: crate::fingerprint::Analysis<Vec<u32>>,
+        analysis: crate::fingerprint::Analysis<Arc<[u32]>>,
         host: Option<String>,
     ) -> Prepared {
         Prepared {

@@ -10,7 +10,7 @@ use crate::Result;
 pub struct MemoryStore {
     meta: BTreeMap<String, String>,
     records: BTreeMap<u64, StoredRecord>,
-    shingles: BTreeMap<u64, Vec<u32>>,
+    shingles: BTreeMap<u64, std::sync::Arc<[u32]>>,
     merges: Vec<MergeLogEntry>,
     rejections: Vec<Rejection>,
     boilerplate: BTreeMap<String, HostBoilerplate>,
@@ -48,7 +48,7 @@ impl Store for MemoryStore {
     }
 
     fn shingles(&self, handle: u64) -> Result<Option<Vec<u32>>> {
-        Ok(self.shingles.get(&handle).cloned())
+        Ok(self.shingles.get(&handle).map(|s| s.to_vec()))
     }
 
     fn boilerplate(&self) -> Result<Vec<(String, HostBoilerplate)>> {

@@ -183,8 +183,9 @@ pub struct HostBoilerplate {
 pub struct NewRecord {
     /// The record.
     pub record: StoredRecord,
-    /// Sorted distinct shingle ids; empty for records too short for SimHash.
-    pub shingles: Vec<u32>,
+    /// Sorted distinct shingle ids; empty for records too short for SimHash. Shared with
+    /// the deduper, which keeps the set for verification until the batch is committed.
+    pub shingles: std::sync::Arc<[u32]>,
 }
 
 /// Everything one step of the pipeline changes, applied atomically.

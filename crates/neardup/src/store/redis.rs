@@ -747,7 +747,7 @@ impl RedisStore {
                 tokens.insert(record.handle, token);
                 batch.records.push(NewRecord {
                     record,
-                    shingles: Vec::new(),
+                    shingles: Arc::default(),
                 });
             }
             for h in &change.erase {
@@ -1300,7 +1300,7 @@ impl Store for RedisStore {
         }
         for n in &batch.records {
             if !n.shingles.is_empty() {
-                self.remember_shingles(n.record.handle, Arc::new(n.shingles.clone()));
+                self.remember_shingles(n.record.handle, Arc::new(n.shingles.to_vec()));
             }
         }
         Ok(())

@@ -938,7 +938,7 @@ impl Store for SqliteStore {
                 if let Some(r) = row {
                     records.push(NewRecord {
                         record: r.map_err(|e| self.err(e))?,
-                        shingles: Vec::new(),
+                        shingles: Default::default(),
                     });
                 }
             }

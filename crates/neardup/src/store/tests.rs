@@ -28,7 +28,7 @@ fn record(handle: u64, id: &str, survivor: u64) -> NewRecord {
                 Features::Words
             },
         },
-        shingles: vec![1, 5, 9, handle as u32 + 100],
+        shingles: vec![1, 5, 9, handle as u32 + 100].into(),
     }
 }
 
@@ -585,7 +585,7 @@ fn sqlite_change_log_names_new_records_by_handle_and_reads_older_full_entries() 
     // An entry as the log held it before handles were logged: the record in full.
     let conn = rusqlite::Connection::open(&path).unwrap();
     let mut old = record(3, "r3", 3);
-    old.shingles.clear();
+    old.shingles = Default::default();
     let full = Batch {
         records: vec![old.clone()],
         ..Batch::default()
@@ -609,7 +609,7 @@ fn sqlite_change_log_names_new_records_by_handle_and_reads_older_full_entries() 
     // Record 2 was erased by a later change: it has no row left to read, and the erasure
     // follows.
     let mut r1 = record(1, "r1", 1);
-    r1.shingles.clear();
+    r1.shingles = Default::default();
     assert_eq!(got[0].records, vec![r1]);
     assert_eq!(got[0].survivor_updates, vec![(2, 1)]);
     assert_eq!(got[1].erase, vec![2]);
@@ -703,11 +703,12 @@ fn sqlite_reads_plain_and_packed_sets_refuses_a_damaged_one_and_upgrades_version
     let path = tmp.path().join("s.db");
     let mut s = crate::store::SqliteStore::open(&path).unwrap();
     let mut big = record(1, "big", 1);
-    big.shingles = (0..2000u32)
+    let mut ids: Vec<u32> = (0..2000u32)
         .map(|i| i.wrapping_mul(2_147_483).wrapping_add(i) | 1)
         .collect();
-    big.shingles.sort_unstable();
-    big.shingles.dedup();
+    ids.sort_unstable();
+    ids.dedup();
+    big.shingles = ids.into();
     s.commit(&Batch {
         records: vec![big.clone(), record(3, "small", 3)],
         ..Batch::default()
@@ -725,7 +726,7 @@ fn sqlite_reads_plain_and_packed_sets_refuses_a_damaged_one_and_upgrades_version
         [[1u8, 0, 0, 0, 4, 3, 2, 1, 255, 255, 255, 255].as_slice()],
     )
     .unwrap();
-    assert_eq!(s.shingles(1).unwrap(), Some(big.shingles.clone()));
+    assert_eq!(s.shingles(1).unwrap(), Some(big.shingles.to_vec()));
     assert_eq!(s.shingles(3).unwrap(), Some(vec![1, 5, 9, 103]));
     assert_eq!(s.shingles(5).unwrap(), Some(vec![1, 0x0102_0304, u32::MAX]));
     conn.execute(
