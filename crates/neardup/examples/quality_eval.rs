@@ -699,6 +699,7 @@ struct RunResult {
 
 fn run_deduper(ctx: &Ctx, texts: &[String], name: &str, rule: Rule) -> AnyResult<RunResult> {
     let t0 = Instant::now();
+    let min_words = rule.min_words;
     let mut d = Deduper::builder().rule(rule).open(MemoryStore::new())?;
     let index: HashMap<&str, u32> = ctx
         .ids
@@ -714,7 +715,10 @@ fn run_deduper(ctx: &Ctx, texts: &[String], name: &str, rule: Rule) -> AnyResult
             .map(|&i| Record::new(ctx.ids[i].clone(), texts[i].clone()))
             .collect();
         for (o, &i) in d.process(&records, now)?.into_iter().zip(chunk) {
-            if let Some(fp) = &o.fingerprint {
+            // A record under the rule's minimum word count gets the short-text (character)
+            // fingerprint, not the word fingerprint computed for the context.
+            let word_fingerprint = ctx.tokens[i] >= min_words;
+            if let (Some(fp), true) = (&o.fingerprint, word_fingerprint) {
                 debug_assert_eq!(u64::from_str_radix(fp, 16).ok(), Some(ctx.fps[i]));
                 if u64::from_str_radix(fp, 16).ok() != Some(ctx.fps[i]) {
                     eprintln!(
