@@ -1042,6 +1042,7 @@ fn cmd_eval(args: &Args) -> AnyResult<()> {
             default.min_words,
         ),
         ("neardup k=8 J=0.8", 8, 0.8, default.min_words),
+        ("neardup k=14 J=0.8", 14, 0.8, default.min_words),
         ("neardup k=16 J=0.8", 16, 0.8, default.min_words),
         (
             "neardup default, min_words=4",
