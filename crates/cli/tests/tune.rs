@@ -635,8 +635,8 @@ fn explain_shows_the_edit_and_the_decision() {
     for want in [
         "A            file a.txt: 150 words",
         "fingerprint  A ",
-        "index        1000000 records at --max-distance 12",
-        "pigeonhole   13 bands for k = 12",
+        "index        1000000 records at --max-distance 14",
+        "pigeonhole   15 bands for k = 14",
         "only in A    4 shingles in 1 passage:",
         "only in B    4 shingles in 1 passage:",
         "boilerplate  none removed",
