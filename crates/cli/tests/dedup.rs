@@ -103,6 +103,16 @@ fn bundled_example_is_deduplicated_and_a_rerun_completes_without_double_merges()
         merges.len() > 50,
         "the example is full of re-published licences"
     );
+    // One entry per merged record; the clusters fused are counted apart from the rules
+    // records arrived under, and said in the summary.
+    assert_eq!(merges.len() as u64, r["merged"].as_u64().unwrap());
+    let fused = r["decisions"]["fused_clusters"].as_u64().unwrap();
+    assert!(fused <= r["merged"].as_u64().unwrap());
+    assert!(
+        run.stderr.contains(&format!("short near, {fused} fused)")),
+        "{}",
+        run.stderr
+    );
     for m in &merges {
         for key in [
             "kept",

@@ -229,6 +229,8 @@ struct Counts {
     near: u64,
     short_near: u64,
     displaced_survivor: u64,
+    /// Clusters a record bridged fused with its own (their survivors merged).
+    fused: u64,
     already_stored: u64,
     rejected: u64,
     text_bytes: u64,
@@ -463,6 +465,7 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
         "decisions": {
             "new": c.new, "too_short": c.too_short, "exact": c.exact, "near": c.near, "short_near": c.short_near,
             "displaced_survivors": c.displaced_survivor, "already_stored": c.already_stored,
+            "fused_clusters": c.fused,
         },
         "verification_rejections": c.verify_rejections,
         "rule": {
@@ -497,8 +500,8 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
     state.out.finish(&report)?;
     if !args.quiet {
         eprintln!(
-            "neardup: {} records: {} kept, {} merged ({} exact, {} near, {} short near), {} rejected; {:.1} MB in {:.1}s ({:.0} MB/s); store {} holds {} records in {} clusters",
-            c.input, kept, merged, c.exact, c.near, c.short_near, c.rejected,
+            "neardup: {} records: {} kept, {} merged ({} exact, {} near, {} short near, {} fused), {} rejected; {:.1} MB in {:.1}s ({:.0} MB/s); store {} holds {} records in {} clusters",
+            c.input, kept, merged, c.exact, c.near, c.short_near, c.fused, c.rejected,
             c.text_bytes as f64 / 1e6, elapsed, c.text_bytes as f64 / 1e6 / elapsed.max(1e-9),
             args.store.display(), stats.records, stats.clusters
         );
@@ -1257,6 +1260,7 @@ impl RunState {
         for m in &outcome.merges {
             self.out.merge(m)?;
         }
+        self.counts.fused += outcome.fused as u64;
         match outcome.decision {
             Decision::Rejected { reason } => {
                 return self.reject(origin, Some(&record.id), &reason);

@@ -480,8 +480,12 @@ pub struct Outcome {
     pub decision: Decision,
     /// Its fingerprint, hex (absent for rejects).
     pub fingerprint: Option<String>,
-    /// Merge-log entries this record caused (its own merge, or the displaced survivor's).
+    /// Merge-log entries this record caused (its own merge, or the displaced survivor's),
+    /// then those of the clusters it fused (see [`fused`](Self::fused)).
     pub merges: Vec<MergeLogEntry>,
+    /// How many other clusters this record bridged and fused with its own: the survivor of
+    /// each fused cluster is merged (the last `fused` entries of `merges`).
+    pub fused: usize,
     /// Shingle occurrences fingerprinted (after boilerplate removal).
     pub shingles: usize,
     /// Shingle occurrences removed as its host's boilerplate.
@@ -1782,6 +1786,7 @@ impl<S: Store> Deduper<S> {
                     decision: Decision::Rejected { reason },
                     fingerprint: None,
                     merges: Vec::new(),
+                    fused: 0,
                     shingles: 0,
                     boilerplate_removed: 0,
                     language: None,
@@ -1962,6 +1967,7 @@ impl<S: Store> Deduper<S> {
             }
             _ => {}
         }
+        outcome.fused = entries.len();
         outcome.merges.extend(entries);
         Ok(outcome)
     }
@@ -2000,6 +2006,7 @@ impl<S: Store> Deduper<S> {
                 decision,
                 fingerprint: Some(fingerprint),
                 merges: Vec::new(),
+                fused: 0,
                 shingles,
                 boilerplate_removed,
                 language,
@@ -2170,6 +2177,7 @@ impl<S: Store> Deduper<S> {
                 },
                 fingerprint: Some(fingerprint),
                 merges: Vec::new(),
+                fused: 0,
                 shingles,
                 boilerplate_removed,
                 language,
@@ -2243,6 +2251,7 @@ impl<S: Store> Deduper<S> {
                 },
                 fingerprint: Some(fingerprint),
                 merges: vec![entry],
+                fused: 0,
                 shingles,
                 boilerplate_removed,
                 language,
@@ -2273,6 +2282,7 @@ impl<S: Store> Deduper<S> {
             },
             fingerprint: Some(fingerprint),
             merges: vec![entry],
+            fused: 0,
             shingles,
             boilerplate_removed,
             language,

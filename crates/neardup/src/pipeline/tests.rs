@@ -1474,6 +1474,7 @@ fn a_record_that_bridges_two_clusters_fuses_them_where_every_pair_still_links() 
         entries == [("a", "x"), ("a", "b")] || entries == [("b", "x"), ("a", "b")],
         "{entries:?}"
     );
+    assert_eq!((out[0].fused, out[1].fused, out[2].fused), (0, 0, 1));
     assert_eq!(d.cluster_of("b").unwrap().members, ["a", "b", "x"]);
 
     let mut d = memory();
