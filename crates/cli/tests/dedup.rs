@@ -403,6 +403,23 @@ fn kept_lines_are_the_input_objects_with_the_cluster_keys_set_once() {
     assert_eq!(third["cluster_size"], 1);
 }
 
+/// A site's navigation bar: 20 words a host's pages share.
+const TEMPLATE: &str = "home news sport weather contact about privacy terms subscribe login \
+                        register search archive topics latest popular newsletter follow share print";
+
+/// Runs `neardup dedup` with the defaults on `lines` in `dir` and answers its report.
+fn dedup_lines(dir: &Path, lines: &[String]) -> Value {
+    std::fs::write(dir.join("in.jsonl"), lines.join("\n")).unwrap();
+    let run = neardup(
+        dir,
+        &[
+            "dedup", "--jsonl", "in.jsonl", "--out", "out", "--store", "s.db", "-q",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    report(&dir.join("out"))
+}
+
 #[test]
 fn boilerplate_is_learned_from_every_page_of_a_host_that_reaches_the_minimum() {
     // 20 pages of big.example (the minimum) with a shared template, interleaved with 19
@@ -410,15 +427,13 @@ fn boilerplate_is_learned_from_every_page_of_a_host_that_reaches_the_minimum() {
     // before it qualifies, and must count all the same (with only its 20th counted, the
     // template, on fewer than --boilerplate-min-count pages, would not be learned).
     let dir = tempfile::tempdir().unwrap();
-    let template = "home news sport weather contact about privacy terms subscribe login \
-                    register search archive topics latest popular newsletter follow share print";
     let mut lines = Vec::new();
     for i in 0..20 {
         for (host, n) in [("big.example", i), ("small.example", 100 + i)] {
             if host == "small.example" && i == 19 {
                 continue;
             }
-            let body = format!("{template} {}", prose(n + 1));
+            let body = format!("{TEMPLATE} {}", prose(n + 1));
             lines.push(
                 serde_json::json!({"id": format!("{host}/{i}"),
                 "url": format!("https://{host}/{i}"), "body_text": body})
@@ -426,15 +441,7 @@ fn boilerplate_is_learned_from_every_page_of_a_host_that_reaches_the_minimum() {
             );
         }
     }
-    std::fs::write(dir.path().join("in.jsonl"), lines.join("\n")).unwrap();
-    let run = neardup(
-        dir.path(),
-        &[
-            "dedup", "--jsonl", "in.jsonl", "--out", "out", "--store", "s.db", "-q",
-        ],
-    );
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    let hosts = report(&dir.path().join("out"))["boilerplate_hosts"].clone();
+    let hosts = dedup_lines(dir.path(), &lines)["boilerplate_hosts"].clone();
     let hosts = hosts.as_array().expect("a list");
     assert_eq!(hosts.len(), 1, "{hosts:?}");
     assert_eq!(hosts[0]["host"], "big.example");
@@ -457,8 +464,6 @@ fn pages_that_repeat_a_page_byte_for_byte_count_for_boilerplate() {
     // minimum: learned only if every copy counts. The first page's own text is on 6, too
     // few to be boilerplate.
     let dir = tempfile::tempdir().unwrap();
-    let template = "home news sport weather contact about privacy terms subscribe login \
-                    register search archive topics latest popular newsletter follow share print";
     let mut lines = Vec::new();
     let page = |i: usize, body: String| {
         serde_json::json!({"id": format!("p{i}"), "url": format!("https://big.example/{i}"),
@@ -467,21 +472,13 @@ fn pages_that_repeat_a_page_byte_for_byte_count_for_boilerplate() {
     };
     for i in 0..20 {
         let body = match i {
-            0..5 => format!("{template} {}", prose(i + 1)),
-            5..10 => format!("{template} {}", prose(1)),
+            0..5 => format!("{TEMPLATE} {}", prose(i + 1)),
+            5..10 => format!("{TEMPLATE} {}", prose(1)),
             _ => prose(i + 1),
         };
         lines.push(page(i, body));
     }
-    std::fs::write(dir.path().join("in.jsonl"), lines.join("\n")).unwrap();
-    let run = neardup(
-        dir.path(),
-        &[
-            "dedup", "--jsonl", "in.jsonl", "--out", "out", "--store", "s.db", "-q",
-        ],
-    );
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    let report = report(&dir.path().join("out"));
+    let report = dedup_lines(dir.path(), &lines);
     assert_eq!(report["decisions"]["exact"], 5, "{report}");
     let hosts = report["boilerplate_hosts"]
         .as_array()

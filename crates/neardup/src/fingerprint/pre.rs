@@ -161,6 +161,7 @@ impl SimHasher {
             }
         }
         if counts.n == 0 {
+            scratch.ids = ids;
             return Err(Error::EmptyFeatureBag { record: None });
         }
         // The shingles are ascending, so their high halves are: only ids that two shingles
