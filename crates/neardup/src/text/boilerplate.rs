@@ -217,6 +217,46 @@ impl HostSample {
         self.df.clear();
         self.df.extend_from_slice(df);
     }
+
+    /// The shingles on at least `least` pages of the current bucket, ascending (the
+    /// bucket is emptied): when nothing is tracked from earlier buckets, the learned set
+    /// without counting every shingle.
+    ///
+    /// Learning finishes with this for nearly every host (most have fewer pages than a
+    /// bucket), and sorting all their shingles to count them was a twentieth of a dedup
+    /// run's CPU. Here each shingle bumps a saturating one-byte counter in a table of
+    /// about two slots per shingle, indexed by a multiplicative hash of the shingle; a
+    /// counter is at least the number of pages of every shingle in its slot, so the
+    /// shingles whose counter reaches `least` hold every answer. Only those (the
+    /// template's shingles and the few that share a slot with one) are sorted and counted
+    /// exactly.
+    fn frequent_in_bucket(&mut self, scratch: &mut BucketScratch, least: u32) -> Vec<u64> {
+        let keys: usize = self.bucket.iter().map(|page| page.len()).sum();
+        let slots = (keys * 2).next_power_of_two().max(64);
+        let shift = 64 - slots.trailing_zeros();
+        let slot = |h: u64| (h.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> shift) as usize;
+        let counters = &mut scratch.counters;
+        counters.clear();
+        counters.resize(slots, 0);
+        for page in &self.bucket {
+            for &h in page.iter() {
+                let c = &mut counters[slot(h)];
+                *c = c.saturating_add(1);
+            }
+        }
+        let bar = u8::try_from(least).unwrap_or(u8::MAX);
+        let candidates = &mut scratch.keys;
+        candidates.clear();
+        for page in self.bucket.drain(..) {
+            candidates.extend(page.iter().filter(|&&h| counters[slot(h)] >= bar));
+        }
+        sort_hashes(candidates, &mut scratch.sort);
+        candidates
+            .chunk_by(|a, b| a == b)
+            .filter(|run| run.len() >= least as usize)
+            .map(|run| run[0])
+            .collect()
+    }
 }
 
 /// Per-thread buffers for ending buckets: a bucket's shingles gathered for sorting and the
@@ -227,6 +267,8 @@ struct BucketScratch {
     keys: Vec<u64>,
     sort: SortBuffers,
     df: Vec<(u64, Count)>,
+    /// [`HostSample::frequent_in_bucket`]'s counters.
+    counters: Vec<u8>,
 }
 
 impl BucketScratch {
@@ -242,6 +284,9 @@ impl BucketScratch {
         }
         if self.df.capacity() * std::mem::size_of::<(u64, Count)>() > Self::KEEP_BYTES {
             self.df = Vec::new();
+        }
+        if self.counters.capacity() > Self::KEEP_BYTES {
+            self.counters = Vec::new();
         }
     }
 }
@@ -354,18 +399,29 @@ impl BoilerplateLearner {
             .into_par_iter()
             .filter(|(_, s)| s.pages >= self.min_pages)
             .map(|(host, mut s)| {
-                s.end_bucket(width, false);
                 // Counted pages, not sampled ones: a sampled page that failed to parse
                 // has no shingles. Counts are lower bounds (exact below one bucket), so a
-                // shingle is never called boilerplate on fewer pages than it is on.
+                // shingle is never called boilerplate on fewer pages than it is on. The
+                // fewest pages that make a shingle boilerplate: more than the share, and
+                // at least the minimum count.
                 let cut = self.max_share * s.counted as f64;
-                let min_count = self.min_count;
-                let set: Vec<u64> = s
-                    .df
-                    .iter()
-                    .filter(|(_, c)| f64::from(c.pages) > cut && u64::from(c.pages) >= min_count)
-                    .map(|&(h, _)| h)
-                    .collect();
+                let least = (cut.max(0.0).floor() as u64 + 1).max(self.min_count);
+                let least = u32::try_from(least).unwrap_or(u32::MAX);
+                let set = if s.df.is_empty() {
+                    // Nothing tracked from earlier buckets (most hosts have only one): the
+                    // last bucket's counts are all there is.
+                    BUCKET_SCRATCH.with_borrow_mut(|scratch| {
+                        let set = s.frequent_in_bucket(scratch, least);
+                        scratch.release_if_large();
+                        set
+                    })
+                } else {
+                    s.end_bucket(width, false);
+                    s.df.iter()
+                        .filter(|(_, c)| c.pages >= least)
+                        .map(|&(h, _)| h)
+                        .collect()
+                };
                 (host, s.pages, set)
             })
             .collect();
@@ -444,6 +500,35 @@ mod tests {
         // at most one bucket's worth.
         assert!(tracked <= 200 * 50 + 3, "{tracked} shingles tracked");
         assert_eq!(l.finish()[0].2, vec![1, 2]);
+    }
+
+    proptest::proptest! {
+        /// The last bucket's frequent shingles, found through the counters, are exactly
+        /// those counting every shingle finds: with thresholds past a counter's 255, and
+        /// keys that are not hashes (small integers: one slot for all).
+        #[test]
+        fn frequent_shingles_of_a_bucket_are_those_an_exact_count_finds(
+            pages in proptest::collection::vec(
+                proptest::collection::btree_set(0u64..400, 0..60), 0..300),
+            spread in proptest::bool::ANY,
+            least in proptest::sample::select(vec![1u32, 2, 3, 10, 40, 255, 256, 400]),
+        ) {
+            let key = |k: u64| if spread { k.wrapping_mul(0xd6e8_feb8_6659_fd93) } else { k };
+            let mut sample = HostSample::default();
+            let mut counts = std::collections::BTreeMap::new();
+            for page in &pages {
+                let set: Vec<u64> = page.iter().map(|&k| key(k)).collect();
+                for &h in &set {
+                    *counts.entry(h).or_insert(0u32) += 1;
+                }
+                sample.bucket.push(set.into());
+            }
+            let want: Vec<u64> =
+                counts.into_iter().filter(|&(_, c)| c >= least).map(|(h, _)| h).collect();
+            let got = sample.frequent_in_bucket(&mut BucketScratch::default(), least);
+            proptest::prop_assert_eq!(got, want);
+            proptest::prop_assert!(sample.bucket.is_empty());
+        }
     }
 
     #[test]
