@@ -888,21 +888,27 @@ fn unescape(raw: &str) -> Result<Cow<'_, str>, String> {
     }
 }
 
-/// The byte a one-character escape (`\n`, `\"`, ...) stands for, from the character after
-/// its backslash.
+/// The byte each one-character escape (`\n`, `\"`, ...) stands for, by the character after
+/// its backslash; 0 for none (no escape stands for a NUL). A table, where a `match`
+/// compiled to an indirect jump that went wrong whenever one kind of escape followed
+/// another.
+static ESCAPES: [u8; 256] = {
+    let mut t = [0u8; 256];
+    t[b'n' as usize] = b'\n';
+    t[b't' as usize] = b'\t';
+    t[b'r' as usize] = b'\r';
+    t[b'"' as usize] = b'"';
+    t[b'\\' as usize] = b'\\';
+    t[b'/' as usize] = b'/';
+    t[b'b' as usize] = 0x08;
+    t[b'f' as usize] = 0x0c;
+    t
+};
+
+/// The byte a one-character escape stands for, from the character after its backslash.
 #[inline(always)]
 fn simple_escape(c: u8) -> Option<u8> {
-    Some(match c {
-        b'n' => b'\n',
-        b't' => b'\t',
-        b'r' => b'\r',
-        b'"' => b'"',
-        b'\\' => b'\\',
-        b'/' => b'/',
-        b'b' => 0x08,
-        b'f' => 0x0c,
-        _ => return None,
-    })
+    Some(ESCAPES[c as usize]).filter(|&d| d != 0)
 }
 
 /// Bit i set where `block[i]` is a backslash.
@@ -1146,7 +1152,7 @@ fn is_special(c: u8) -> bool {
 #[inline(always)]
 fn escape_len(bytes: &[u8], j: usize) -> Option<usize> {
     match bytes.get(j + 1)? {
-        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => Some(2),
+        &c if ESCAPES[c as usize] != 0 => Some(2),
         b'u' if bytes
             .get(j + 2..j + 6)
             .is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit)) =>
