@@ -917,22 +917,36 @@ fn backslash_mask(block: &[u8; 64]) -> u64 {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::*;
-        let mut mask = 0u64;
-        for k in 0..4 {
-            // SAFETY: SSE2 is part of the x86_64 baseline; the load reads 16 bytes of `block`.
-            let bits = unsafe {
-                let v = _mm_loadu_si128(block.as_ptr().add(16 * k).cast());
-                _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8))) as u16
-            };
-            mask |= u64::from(bits) << (16 * k);
-        }
-        mask
+        // SAFETY: SSE2 is part of the x86_64 baseline.
+        block_mask(block, |v| unsafe {
+            _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8))
+        })
     }
     #[cfg(not(target_arch = "x86_64"))]
     block
         .iter()
         .enumerate()
         .fold(0, |m, (i, &b)| m | (u64::from(b == b'\\') << i))
+}
+
+/// The bits of the 64-byte `block` whose bytes `lanes` marks (0xFF), 16 bytes at a time.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn block_mask(
+    block: &[u8; 64],
+    lanes: impl Fn(std::arch::x86_64::__m128i) -> std::arch::x86_64::__m128i,
+) -> u64 {
+    use std::arch::x86_64::*;
+    let mut mask = 0u64;
+    for k in 0..4 {
+        // SAFETY: SSE2 is part of the x86_64 baseline; the load reads 16 bytes of `block`.
+        let bits = unsafe {
+            let v = _mm_loadu_si128(block.as_ptr().add(16 * k).cast());
+            _mm_movemask_epi8(lanes(v)) as u16
+        };
+        mask |= u64::from(bits) << (16 * k);
+    }
+    mask
 }
 
 /// Decodes the escape at the start of `bytes` (a backslash first): the character and the
@@ -1169,25 +1183,18 @@ fn special_mask(block: &[u8; 64]) -> u64 {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::*;
-        let mut mask = 0u64;
-        for k in 0..4 {
-            // SAFETY: SSE2 is part of the x86_64 baseline; the load reads 16 bytes of `block`.
-            let bits = unsafe {
-                let v = _mm_loadu_si128(block.as_ptr().add(16 * k).cast());
-                let control = _mm_set1_epi8(0x1f);
-                // Unsigned v <= 0x1f exactly where max(v, 0x1f) == 0x1f.
-                let hit = _mm_or_si128(
-                    _mm_or_si128(
-                        _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8)),
-                        _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8)),
-                    ),
-                    _mm_cmpeq_epi8(_mm_max_epu8(v, control), control),
-                );
-                _mm_movemask_epi8(hit) as u16
-            };
-            mask |= u64::from(bits) << (16 * k);
-        }
-        mask
+        // SAFETY: SSE2 is part of the x86_64 baseline.
+        block_mask(block, |v| unsafe {
+            let control = _mm_set1_epi8(0x1f);
+            // Unsigned v <= 0x1f exactly where max(v, 0x1f) == 0x1f.
+            _mm_or_si128(
+                _mm_or_si128(
+                    _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8)),
+                    _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8)),
+                ),
+                _mm_cmpeq_epi8(_mm_max_epu8(v, control), control),
+            )
+        })
     }
     #[cfg(not(target_arch = "x86_64"))]
     block
