@@ -952,33 +952,28 @@ fn block_mask(
 /// Decodes the escape at the start of `bytes` (a backslash first): the character and the
 /// escape's length (a surrogate pair is one character of two escapes).
 fn escape_at(bytes: &[u8]) -> Result<(char, usize), String> {
-    let simple = match bytes.get(1) {
-        Some(b'n') => '\n',
-        Some(b't') => '\t',
-        Some(b'r') => '\r',
-        Some(b'"') => '"',
-        Some(b'\\') => '\\',
-        Some(b'/') => '/',
-        Some(b'b') => '\u{8}',
-        Some(b'f') => '\u{c}',
-        Some(b'u') => {
-            let unit = hex4(bytes, 2)?;
-            if !(0xD800..0xE000).contains(&unit) {
-                return Ok((char::from_u32(unit).expect("not a surrogate"), 6));
-            }
-            if unit >= 0xDC00 || bytes.get(6..8) != Some(b"\\u") {
-                return Err("lone surrogate in \\u escape".into());
-            }
-            let low = hex4(bytes, 8)?;
-            if !(0xDC00..0xE000).contains(&low) {
-                return Err("lone surrogate in \\u escape".into());
-            }
-            let c = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
-            return Ok((char::from_u32(c).expect("a surrogate pair is a char"), 12));
+    match bytes.get(1) {
+        Some(b'u') => {}
+        other => {
+            return other
+                .and_then(|&c| simple_escape(c))
+                .map(|d| (char::from(d), 2))
+                .ok_or_else(|| "invalid escape".into())
         }
-        _ => return Err("invalid escape".into()),
-    };
-    Ok((simple, 2))
+    }
+    let unit = hex4(bytes, 2)?;
+    if !(0xD800..0xE000).contains(&unit) {
+        return Ok((char::from_u32(unit).expect("not a surrogate"), 6));
+    }
+    if unit >= 0xDC00 || bytes.get(6..8) != Some(b"\\u") {
+        return Err("lone surrogate in \\u escape".into());
+    }
+    let low = hex4(bytes, 8)?;
+    if !(0xDC00..0xE000).contains(&low) {
+        return Err("lone surrogate in \\u escape".into());
+    }
+    let c = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
+    Ok((char::from_u32(c).expect("a surrogate pair is a char"), 12))
 }
 
 /// The four hex digits at `bytes[at..at + 4]`.

@@ -218,6 +218,27 @@ impl HostSample {
         self.df.extend_from_slice(df);
     }
 
+    /// The shingles on at least `least` pages counted (lower bounds past the first
+    /// bucket), ascending, once the last bucket is counted.
+    fn learned(&mut self, width: u64, least: u32) -> Vec<u64> {
+        if !self.df.is_empty() {
+            self.end_bucket(width, false);
+            return self
+                .df
+                .iter()
+                .filter(|(_, c)| c.pages >= least)
+                .map(|&(h, _)| h)
+                .collect();
+        }
+        // Nothing tracked from earlier buckets (most hosts have only one): the last
+        // bucket's counts are all there is.
+        BUCKET_SCRATCH.with_borrow_mut(|scratch| {
+            let set = self.frequent_in_bucket(scratch, least);
+            scratch.release_if_large();
+            set
+        })
+    }
+
     /// The shingles on at least `least` pages of the current bucket, ascending (the
     /// bucket is emptied): when nothing is tracked from earlier buckets, the learned set
     /// without counting every shingle.
@@ -407,21 +428,7 @@ impl BoilerplateLearner {
                 let cut = self.max_share * s.counted as f64;
                 let least = (cut.max(0.0).floor() as u64 + 1).max(self.min_count);
                 let least = u32::try_from(least).unwrap_or(u32::MAX);
-                let set = if s.df.is_empty() {
-                    // Nothing tracked from earlier buckets (most hosts have only one): the
-                    // last bucket's counts are all there is.
-                    BUCKET_SCRATCH.with_borrow_mut(|scratch| {
-                        let set = s.frequent_in_bucket(scratch, least);
-                        scratch.release_if_large();
-                        set
-                    })
-                } else {
-                    s.end_bucket(width, false);
-                    s.df.iter()
-                        .filter(|(_, c)| c.pages >= least)
-                        .map(|&(h, _)| h)
-                        .collect()
-                };
+                let set = s.learned(width, least);
                 (host, s.pages, set)
             })
             .collect();
