@@ -193,22 +193,7 @@ fn latin_vote(tokens: &[u64]) -> LatinVote {
         }
         StopwordTable::new(&words)
     });
-    let mut hits = [0u32; LATIN.len()];
-    let mut total = 0;
-    for window in vote_windows(tokens) {
-        for &h in window {
-            let langs = words.get(h);
-            if langs != 0 {
-                total += 1;
-                // Most words are stopwords of one to three languages: visit only those.
-                let mut bits = langs;
-                while bits != 0 {
-                    hits[bits.trailing_zeros() as usize] += 1;
-                    bits &= bits - 1;
-                }
-            }
-        }
-    }
+    let (hits, total) = count_stopwords(words, tokens);
     if total < MIN_STOPWORD_HITS {
         return LatinVote::Undecided;
     }
@@ -224,48 +209,141 @@ fn latin_vote(tokens: &[u64]) -> LatinVote {
     LatinVote::Candidates(order.into_iter().map(|i| LATIN[i]).collect())
 }
 
+/// Each language's stopword hits among the tokens [`vote_windows`] picks, and the tokens that
+/// are a stopword of any language.
+///
+/// Branch-free: a token's languages (bits of [`LATIN`]) are added a byte at a time to
+/// counters of one byte per language, each byte spread over the eight lanes of a `u64` by
+/// [`SPREAD`]. Branching per token on whether it is a stopword, and per language it is one
+/// of, mispredicted on most tokens and was the vote's main cost.
+fn count_stopwords(words: &StopwordTable, tokens: &[u64]) -> ([u32; LATIN.len()], u32) {
+    const LANES: usize = LATIN.len().div_ceil(8);
+    let mut hits = [0u32; LATIN.len()];
+    let mut total = 0u32;
+    let mut lanes = [0u64; LANES];
+    let mut pending = 0u32;
+    let mut flush = |lanes: &mut [u64; LANES]| {
+        for (g, lane) in lanes.iter_mut().enumerate() {
+            for (i, hit) in hits.iter_mut().enumerate().skip(8 * g).take(8) {
+                *hit += ((*lane >> (8 * (i - 8 * g))) & 0xff) as u32;
+            }
+            *lane = 0;
+        }
+    };
+    for window in vote_windows(tokens) {
+        for &h in window {
+            let langs = words.get(h);
+            total += u32::from(langs != 0);
+            for (g, lane) in lanes.iter_mut().enumerate() {
+                *lane += SPREAD[((langs >> (8 * g)) & 0xff) as usize];
+            }
+            pending += 1;
+            if pending == 255 {
+                // A lane holds at most 255 hits.
+                flush(&mut lanes);
+                pending = 0;
+            }
+        }
+    }
+    flush(&mut lanes);
+    (hits, total)
+}
+
+/// Bit `j` of a byte as byte `j` of a `u64` (0 or 1), for [`count_stopwords`].
+static SPREAD: [u64; 256] = {
+    let mut t = [0u64; 256];
+    let mut b = 0;
+    while b < 256 {
+        let mut j = 0;
+        while j < 8 {
+            if b & (1 << j) != 0 {
+                t[b] |= 1 << (8 * j);
+            }
+            j += 1;
+        }
+        b += 1;
+    }
+    t
+};
+
 /// The Latin-script stopwords' token hashes and the languages (bits of [`LATIN`]) each is a
-/// stopword of, in an open-addressing table a quarter full: a token that is no stopword
-/// (most of them) is answered by one empty slot, where a general hash map's probe cost a
-/// tenth of a record's language detection.
+/// stopword of, in a cuckoo table at most a quarter full: each stopword sits in one of two slots
+/// that its hash names, so a lookup reads both and compares without a branch. (A linear
+/// probe's loop ran on past occupied slots for a token that is no stopword, most of them,
+/// and mispredicted where it stopped.)
 struct StopwordTable {
-    keys: Vec<u64>,
-    /// 0 marks an empty slot: every stopword is one of at least one language.
-    langs: Vec<u32>,
+    slots: Vec<Slot>,
     shift: u32,
+}
+
+/// A stopword's token hash and languages; both 0 when empty (a token hash of 0 then finds
+/// no languages, as it should).
+#[derive(Clone, Copy, Default)]
+#[repr(C, align(16))]
+struct Slot {
+    key: u64,
+    langs: u64,
 }
 
 impl StopwordTable {
     fn new(words: &HashMap<u64, u32>) -> StopwordTable {
-        let slots = (words.len() * 4).next_power_of_two().max(64);
+        let mut slots = (words.len() * 4).next_power_of_two().max(64);
+        loop {
+            if let Some(t) = StopwordTable::build(words, slots) {
+                return t;
+            }
+            slots *= 2;
+        }
+    }
+
+    /// The table of `slots` slots, unless cuckoo insertion fails (a cycle of evictions).
+    fn build(words: &HashMap<u64, u32>, slots: usize) -> Option<StopwordTable> {
         let mut t = StopwordTable {
-            keys: vec![0; slots],
-            langs: vec![0; slots],
+            slots: vec![Slot::default(); slots],
             shift: 64 - slots.trailing_zeros(),
         };
-        for (&h, &langs) in words {
-            let mut i = (h >> t.shift) as usize;
-            while t.langs[i] != 0 {
-                i = (i + 1) & (slots - 1);
+        for (&key, &langs) in words {
+            let mut item = Slot {
+                key,
+                langs: u64::from(langs),
+            };
+            let mut at = t.first(key);
+            let mut placed = false;
+            for _ in 0..slots {
+                std::mem::swap(&mut t.slots[at], &mut item);
+                if item.langs == 0 {
+                    placed = true;
+                    break;
+                }
+                // Evicted: to its other slot.
+                let (a, b) = (t.first(item.key), t.second(item.key));
+                at = if at == a { b } else { a };
             }
-            t.keys[i] = h;
-            t.langs[i] = langs;
+            if !placed {
+                return None;
+            }
         }
-        t
+        Some(t)
+    }
+
+    #[inline(always)]
+    fn first(&self, h: u64) -> usize {
+        (h >> self.shift) as usize
+    }
+
+    #[inline(always)]
+    fn second(&self, h: u64) -> usize {
+        (h as usize) & (self.slots.len() - 1)
     }
 
     /// The languages `h` is a stopword of (0: none).
-    #[inline]
-    fn get(&self, h: u64) -> u32 {
-        let mask = self.keys.len() - 1;
-        let mut i = (h >> self.shift) as usize;
-        loop {
-            let langs = self.langs[i];
-            if langs == 0 || self.keys[i] == h {
-                return langs;
-            }
-            i = (i + 1) & mask;
-        }
+    #[inline(always)]
+    fn get(&self, h: u64) -> u64 {
+        let a = self.slots[self.first(h)];
+        let b = self.slots[self.second(h)];
+        // Selects rather than branches: a token is a stopword about half the time.
+        std::hint::select_unpredictable(a.key == h, a.langs, 0)
+            | std::hint::select_unpredictable(b.key == h, b.langs, 0)
     }
 }
 
@@ -489,13 +567,62 @@ mod tests {
         }
         let t = StopwordTable::new(&words);
         for (&h, &langs) in &words {
-            assert_eq!(t.get(h), langs);
+            assert_eq!(t.get(h), u64::from(langs));
         }
         for i in 0..100_000u64 {
             let h = crate::text::shingle::fmix64(i ^ 0x5555);
-            assert_eq!(t.get(h), words.get(&h).copied().unwrap_or(0));
+            assert_eq!(t.get(h), u64::from(words.get(&h).copied().unwrap_or(0)));
         }
         assert_eq!(t.get(0xABCD_0000_0000_0000 | 77), 0);
+    }
+
+    #[test]
+    fn stopword_counts_are_those_of_a_plain_count() {
+        let words = {
+            let mut words: HashMap<u64, u32> = HashMap::new();
+            let mut x = 7u64;
+            for i in 0..2000u32 {
+                x = crate::text::shingle::fmix64(x.wrapping_add(u64::from(i)));
+                // Up to all 22 languages' bits, and words of one language.
+                let langs = if i % 3 == 0 {
+                    1 << (i % 22)
+                } else {
+                    (x >> 20) as u32 & 0x3F_FFFF
+                };
+                words.insert(x, langs.max(1));
+            }
+            words
+        };
+        let table = StopwordTable::new(&words);
+        let keys: Vec<u64> = words.keys().copied().collect();
+        for len in [0usize, 1, 254, 255, 256, 300, 301, 1000, 5000] {
+            // Half stopwords, half not; long enough to cross the byte lanes' flush.
+            let tokens: Vec<u64> = (0..len)
+                .map(|i| {
+                    if i % 2 == 0 {
+                        keys[(i * 31) % keys.len()]
+                    } else {
+                        crate::text::shingle::fmix64(i as u64 ^ 0xdead)
+                    }
+                })
+                .collect();
+            let mut hits = [0u32; LATIN.len()];
+            let mut total = 0;
+            for window in vote_windows(&tokens) {
+                for h in window {
+                    let langs = words.get(h).copied().unwrap_or(0);
+                    total += u32::from(langs != 0);
+                    for (bit, hit) in hits.iter_mut().enumerate() {
+                        *hit += (langs >> bit) & 1;
+                    }
+                }
+            }
+            assert_eq!(
+                count_stopwords(&table, &tokens),
+                (hits, total),
+                "{len} tokens"
+            );
+        }
     }
 
     #[test]
