@@ -267,27 +267,30 @@ static SPREAD: [u64; 256] = {
 };
 
 /// The Latin-script stopwords' token hashes and the languages (bits of [`LATIN`]) each is a
-/// stopword of, in a cuckoo table at most a quarter full: each stopword sits in one of two slots
-/// that its hash names, so a lookup reads both and compares without a branch. (A linear
-/// probe's loop ran on past occupied slots for a token that is no stopword, most of them,
-/// and mispredicted where it stopped.)
+/// stopword of, in a cuckoo table of one word per slot, at most half full: each stopword
+/// sits in one of two slots its hash names, so a lookup reads both and compares without a
+/// branch. (A linear probe's loop ran on past occupied slots for a token that is no
+/// stopword, most of them, and mispredicted where it stopped; and slots of 16 bytes made a
+/// table of a megabyte, whose reads missed the cache.)
+///
+/// A slot holds the low [`TAG_BITS`] bits of its stopword's hash above its languages. The
+/// first slot is named by the hash's top bits, the second by the first and the tag (as in a
+/// cuckoo filter), so a token found in either agrees with the stopword on the slot's bits
+/// and the tag's: 57 bits for the ~10,000 stopwords' 32,768 slots, where two of the 64-bit
+/// token hashes everything else compares are the same token.
 struct StopwordTable {
-    slots: Vec<Slot>,
+    slots: Vec<u64>,
     shift: u32,
 }
 
-/// A stopword's token hash and languages; both 0 when empty (a token hash of 0 then finds
-/// no languages, as it should).
-#[derive(Clone, Copy, Default)]
-#[repr(C, align(16))]
-struct Slot {
-    key: u64,
-    langs: u64,
-}
+/// Bits of a stopword's hash kept in its slot.
+const TAG_BITS: u32 = 64 - LANG_BITS;
+/// Bits of a slot that hold languages.
+const LANG_BITS: u32 = LATIN.len() as u32;
 
 impl StopwordTable {
     fn new(words: &HashMap<u64, u32>) -> StopwordTable {
-        let mut slots = (words.len() * 4).next_power_of_two().max(64);
+        let mut slots = (words.len() * 2).next_power_of_two().max(64);
         loop {
             if let Some(t) = StopwordTable::build(words, slots) {
                 return t;
@@ -299,25 +302,25 @@ impl StopwordTable {
     /// The table of `slots` slots, unless cuckoo insertion fails (a cycle of evictions).
     fn build(words: &HashMap<u64, u32>, slots: usize) -> Option<StopwordTable> {
         let mut t = StopwordTable {
-            slots: vec![Slot::default(); slots],
+            slots: vec![0; slots],
             shift: 64 - slots.trailing_zeros(),
         };
-        for (&key, &langs) in words {
-            let mut item = Slot {
-                key,
-                langs: u64::from(langs),
-            };
-            let mut at = t.first(key);
+        // By hash, so the table is the same from run to run.
+        let mut sorted: Vec<(u64, u32)> = words.iter().map(|(&h, &l)| (h, l)).collect();
+        sorted.sort_unstable();
+        for (h, langs) in sorted {
+            debug_assert!(langs != 0 && langs < 1 << LANG_BITS);
+            let mut item = (h << LANG_BITS) | u64::from(langs);
+            let mut at = t.first(h);
             let mut placed = false;
             for _ in 0..slots {
                 std::mem::swap(&mut t.slots[at], &mut item);
-                if item.langs == 0 {
+                if item == 0 {
                     placed = true;
                     break;
                 }
                 // Evicted: to its other slot.
-                let (a, b) = (t.first(item.key), t.second(item.key));
-                at = if at == a { b } else { a };
+                at = t.other(at, item >> LANG_BITS);
             }
             if !placed {
                 return None;
@@ -326,24 +329,29 @@ impl StopwordTable {
         Some(t)
     }
 
+    /// The first slot of hash `h`.
     #[inline(always)]
     fn first(&self, h: u64) -> usize {
         (h >> self.shift) as usize
     }
 
+    /// The slot other than `at` of a stopword whose tag is `tag`.
     #[inline(always)]
-    fn second(&self, h: u64) -> usize {
-        (h as usize) & (self.slots.len() - 1)
+    fn other(&self, at: usize, tag: u64) -> usize {
+        at ^ (crate::text::shingle::fmix64(tag) as usize & (self.slots.len() - 1))
     }
 
     /// The languages `h` is a stopword of (0: none).
     #[inline(always)]
     fn get(&self, h: u64) -> u64 {
-        let a = self.slots[self.first(h)];
-        let b = self.slots[self.second(h)];
+        let tag = h & ((1 << TAG_BITS) - 1);
+        let first = self.first(h);
+        let a = self.slots[first];
+        let b = self.slots[self.other(first, tag)];
+        let langs = (1u64 << LANG_BITS) - 1;
         // Selects rather than branches: a token is a stopword about half the time.
-        std::hint::select_unpredictable(a.key == h, a.langs, 0)
-            | std::hint::select_unpredictable(b.key == h, b.langs, 0)
+        std::hint::select_unpredictable(a >> LANG_BITS == tag, a & langs, 0)
+            | std::hint::select_unpredictable(b >> LANG_BITS == tag, b & langs, 0)
     }
 }
 
@@ -561,7 +569,7 @@ mod tests {
             x = crate::text::shingle::fmix64(x.wrapping_add(u64::from(i)));
             words.insert(x, 1 + i % 7);
         }
-        // Keys that share their slot's top bits, so probes run on past occupied slots.
+        // Keys that share their first slot (top bits), so all but one sit in their second.
         for i in 0..50u64 {
             words.insert(0xABCD_0000_0000_0000 | i, 9);
         }
