@@ -561,7 +561,7 @@ fn mode_radius(args: &Args) -> Result<(), String> {
     let fps = load_fps(args, 1_000_000, 4)?;
     let n = fps.len();
     let linear = build(LinearIndex::new(), &fps);
-    for k in [7u32, 10, 12, 16] {
+    for k in [7u32, 10, 12, 14, 16] {
         if args.k.is_some_and(|only| only != k) {
             continue;
         }
