@@ -223,9 +223,9 @@ fn count_stopwords(words: &StopwordTable, tokens: &[u64]) -> ([u32; LATIN.len()]
     let mut lanes = [0u64; LANES];
     let mut pending = 0u32;
     let mut flush = |lanes: &mut [u64; LANES]| {
-        for (g, lane) in lanes.iter_mut().enumerate() {
-            for (i, hit) in hits.iter_mut().enumerate().skip(8 * g).take(8) {
-                *hit += ((*lane >> (8 * (i - 8 * g))) & 0xff) as u32;
+        for (lane, group) in lanes.iter_mut().zip(hits.chunks_mut(8)) {
+            for (j, hit) in group.iter_mut().enumerate() {
+                *hit += ((*lane >> (8 * j)) & 0xff) as u32;
             }
             *lane = 0;
         }

@@ -37,11 +37,15 @@ fn stable_starters() -> &'static [u64; 1024] {
 /// check (and then, if undecided, full normalisation) otherwise.
 fn is_nfkc(text: &str) -> bool {
     let table = stable_starters();
-    let all_stable = text.chars().all(|c| {
-        let cp = c as u32;
-        cp < 0x1_0000 && table[(cp / 64) as usize] & (1 << (cp % 64)) != 0
-    });
-    all_stable || is_nfkc_quick(text.chars()) == IsNormalized::Yes
+    text.chars().all(|c| is_stable_starter(table, c))
+        || is_nfkc_quick(text.chars()) == IsNormalized::Yes
+}
+
+/// Whether `c` is marked in [`stable_starters`]' `table` (no character past the BMP is).
+#[inline(always)]
+fn is_stable_starter(table: &[u64; 1024], c: char) -> bool {
+    let cp = c as u32;
+    cp < 0x1_0000 && table[(cp / 64) as usize] & (1 << (cp % 64)) != 0
 }
 
 /// Returns `text` in NFKC, lowercased.
@@ -86,10 +90,7 @@ fn fold_table() -> &'static FoldTable {
     static TABLE: OnceLock<FoldTable> = OnceLock::new();
     TABLE.get_or_init(|| {
         let stable = stable_starters();
-        let is_stable = |c: char| {
-            let cp = c as u32;
-            cp < 0x1_0000 && stable[(cp / 64) as usize] & (1 << (cp % 64)) != 0
-        };
+        let is_stable = |c: char| is_stable_starter(stable, c);
         let mut t = FoldTable {
             index: [0; 256],
             blocks: Vec::new(),
