@@ -212,10 +212,18 @@ pub struct RuleArgs {
     #[arg(long, value_name = "J", default_value_t = neardup::pipeline::DEFAULT_MIN_JACCARD)]
     pub min_jaccard: f64,
     /// A record joins a cluster only if its Jaccard with every member is at least this (and
-    /// at least --min-jaccard with the one it matched): stops chains of near-duplicates from
-    /// putting dissimilar records together. 0 joins on the best match alone.
+    /// at least --min-jaccard with the one it matched and with --cluster-quorum of them):
+    /// stops chains of near-duplicates from putting dissimilar records together. 0 (with
+    /// --cluster-quorum 0) joins on the best match alone.
     #[arg(long, value_name = "J", default_value_t = neardup::pipeline::DEFAULT_MIN_CLUSTER_JACCARD)]
     pub min_cluster_jaccard: f64,
+    /// A record joins a cluster only if it verifies (--min-jaccard) against at least this
+    /// share of the members, copies counted (clusters fuse when this share of their pairs
+    /// across verifies): 1 is complete linkage at --min-jaccard, 0 leaves it to
+    /// --min-cluster-jaccard. The default, with --min-cluster-jaccard 0.75, is measured on
+    /// both quality benches.
+    #[arg(long, value_name = "SHARE", default_value_t = neardup::pipeline::DEFAULT_CLUSTER_QUORUM)]
+    pub cluster_quorum: f64,
     /// Records with fewer words are short: word SimHash of a handful of words is unstable.
     #[arg(long, value_name = "WORDS", default_value_t = neardup::pipeline::DEFAULT_MIN_WORDS)]
     pub min_words: usize,
@@ -255,6 +263,7 @@ impl RuleArgs {
             min_jaccard: self.min_jaccard,
             min_words: self.min_words,
             min_cluster_jaccard: self.min_cluster_jaccard,
+            cluster_quorum: self.cluster_quorum,
             short_text,
             ..neardup::Rule::default()
         }

@@ -1058,12 +1058,22 @@ fn cmd_eval(args: &Args) -> AnyResult<()> {
         ),
     ];
     if !args.flag("only-default") {
-        for link in [0.0, 0.7, 0.75, 0.8] {
+        // Complete linkage at a threshold (no quorum), then quorums over the default floor.
+        for link in [0.0, 0.7, 0.77, 0.8] {
             let rule = Rule {
                 min_cluster_jaccard: link,
+                cluster_quorum: 0.0,
                 ..default
             };
-            let name = format!("neardup default, cluster linkage J>={link}");
+            let name = format!("neardup default, complete linkage J>={link}");
+            runs.push(run_deduper(&ctx, &texts, &name, rule)?);
+        }
+        for quorum in [0.5, 0.8] {
+            let rule = Rule {
+                cluster_quorum: quorum,
+                ..default
+            };
+            let name = format!("neardup default, cluster quorum {quorum}");
             runs.push(run_deduper(&ctx, &texts, &name, rule)?);
         }
         for (name, k, j, w) in others {
@@ -1151,6 +1161,30 @@ fn cmd_eval(args: &Args) -> AnyResult<()> {
             .collect();
         let predicted = pairs_of_clusters(&r.clusters);
         let tp = predicted.intersection(&truth).count();
+        // Every pair the run got wrong under this truth, for a closer look.
+        let mut wrong: Vec<Value> = Vec::new();
+        for (kind, pairs) in [
+            ("missed", truth.difference(&predicted)),
+            ("false", predicted.difference(&truth)),
+        ] {
+            let mut pairs: Vec<&(u32, u32)> = pairs.collect();
+            pairs.sort_unstable();
+            for &(a, b) in pairs {
+                wrong.push(json!({
+                    "kind": kind, "a": ctx.ids[a as usize], "b": ctx.ids[b as usize],
+                    "j": jac(&content[a as usize], &content[b as usize]),
+                    "j_plain": ctx.exact_j((a, b)),
+                    "d": (ctx.fps[a as usize] ^ ctx.fps[b as usize]).count_ones(),
+                }));
+            }
+        }
+        let path = out.join("cli_wrong_pairs.jsonl");
+        let mut text = String::new();
+        for w in &wrong {
+            text.push_str(&w.to_string());
+            text.push('\n');
+        }
+        std::fs::write(&path, text)?;
         let (p, rec) = (
             tp as f64 / predicted.len().max(1) as f64,
             tp as f64 / truth.len().max(1) as f64,

@@ -16,8 +16,8 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 pub use decision::{
-    Decision, MergeRule, Rule, ShortText, DEFAULT_MAX_DISTANCE, DEFAULT_MIN_CLUSTER_JACCARD,
-    DEFAULT_MIN_JACCARD, DEFAULT_MIN_WORDS, DEFAULT_SHORT_TEXT,
+    Decision, MergeRule, Rule, ShortText, DEFAULT_CLUSTER_QUORUM, DEFAULT_MAX_DISTANCE,
+    DEFAULT_MIN_CLUSTER_JACCARD, DEFAULT_MIN_JACCARD, DEFAULT_MIN_WORDS, DEFAULT_SHORT_TEXT,
 };
 pub use reevaluate::Change;
 
@@ -81,10 +81,101 @@ impl Bound {
     }
 }
 
+/// What a record must have with a cluster's members to join it: Jaccard at least `floor`
+/// with every one, and at least `verify` with a `quorum` share of them (copies counted).
+/// A quorum of 0 is complete linkage at `floor`; `verify` then plays no part.
+#[derive(Debug, Clone, Copy)]
+struct Link {
+    floor: f64,
+    verify: f64,
+    quorum: f64,
+}
+
+impl Link {
+    /// The largest Jaccard distance to any member, and the largest that counts toward the
+    /// quorum.
+    fn distances(self) -> (f64, f64) {
+        let floor = 1.0 - self.floor;
+        if self.quorum > 0.0 {
+            (floor, 1.0 - self.verify.max(self.floor))
+        } else {
+            (floor, floor)
+        }
+    }
+
+    /// Of `total` members (copies counted), how many must verify.
+    fn needed(self, total: usize) -> usize {
+        // A hair under the product, so that 0.8 of 5 asks 4 despite rounding.
+        ((self.quorum * total as f64) - 1e-9).ceil().max(0.0) as usize
+    }
+}
+
+/// Tallies a record's links to a cluster's members as they are measured.
+struct Tally {
+    link: Link,
+    /// Distances within which a member is at the floor, and verified.
+    floor_d: f64,
+    verify_d: f64,
+    /// Members counted (copies included), and of them verified and not.
+    total: usize,
+    verified: usize,
+    unverified: usize,
+}
+
+impl Tally {
+    fn new(link: Link, total: usize) -> Tally {
+        let (floor_d, verify_d) = link.distances();
+        Tally {
+            link,
+            floor_d,
+            verify_d,
+            total,
+            verified: 0,
+            unverified: 0,
+        }
+    }
+
+    /// Counts `copies` members at Jaccard distance `d`; false when the record can no longer
+    /// link.
+    fn add(&mut self, d: f64, copies: usize) -> bool {
+        if d > self.floor_d {
+            return false;
+        }
+        if d <= self.verify_d {
+            self.verified += copies;
+        } else {
+            self.unverified += copies;
+        }
+        self.unverified + self.link.needed(self.total) <= self.total
+    }
+
+    /// Leaves out `copies` members that cannot be measured (their sets are gone).
+    fn skip(&mut self, copies: usize) {
+        self.total -= copies;
+    }
+
+    /// Whether members within `bound` of the record verify without measurement (a little
+    /// less than the threshold, so that rounding in a sum of bounds never admits a pair
+    /// below it).
+    fn verifies(&self, bound: f64) -> bool {
+        bound <= self.verify_d - 1e-9
+    }
+
+    /// Whether members within `bound` of the record certainly reach the floor.
+    fn at_floor(&self, bound: f64) -> bool {
+        bound <= self.floor_d - 1e-9
+    }
+
+    /// Whether enough members verified that the rest need only reach the floor.
+    fn quorate(&self) -> bool {
+        self.verified >= self.link.needed(self.total)
+    }
+}
+
 /// What complete linkage found out about a record and a cluster.
 #[derive(Debug, Default)]
 struct Linkage {
-    /// Whether the record verifies against every member.
+    /// Whether the record links to the cluster (see [`Link`]).
     linked: bool,
     /// An upper bound on the record's distance to the survivor.
     to_survivor: Option<f64>,
@@ -98,7 +189,7 @@ struct Linkage {
 /// clusters other than the one it joined, best first, and the linkage it joined under.
 struct Fusable {
     matches: Vec<(u64, Scores)>,
-    min_jaccard: f64,
+    link: Link,
     features: Features,
     rule: MergeRule,
 }
@@ -1167,17 +1258,18 @@ impl<S: Store> Deduper<S> {
         hits
     }
 
-    /// Whether the analysed record verifies (Jaccard >= `min_jaccard`) against every member
-    /// of the cluster of `survivor`. Members with the same text are checked once; members
+    /// Whether the analysed record links to the cluster of `survivor` (see [`Link`]).
+    /// Members with the same text are measured once and counted with their copies; members
     /// in `scored` (the record's verified candidates, usually most of the cluster) are not
-    /// compared again, nor are members whose [`Bound`] to the survivor shows they are
-    /// within reach. A member with no bound yet is measured against the survivor first (it
-    /// is then bound for every later record).
+    /// compared again, nor are members whose [`Bound`] to the survivor settles them. A
+    /// member with no bound yet is measured against the survivor first (it is then bound for
+    /// every later record). Members whose bound shows only that they reach the floor are
+    /// measured only while the quorum is short.
     fn links_to_all(
         &self,
         p: &Prepared,
         survivor: u64,
-        min_jaccard: f64,
+        link: Link,
         scored: &[(u64, Scores)],
     ) -> Result<Linkage> {
         debug_assert!(
@@ -1193,100 +1285,138 @@ impl<S: Store> Deduper<S> {
             let at = scored.binary_search_by_key(&m, |&(h, _)| h).ok()?;
             Some(1.0 - scored[at].1.jaccard)
         };
-        // Distance allowed between the record and any member (a little less, so that
-        // rounding in a sum of bounds never admits a pair below the threshold).
-        let allowed = 1.0 - min_jaccard - 1e-9;
-        let far = |d: f64| d > 1.0 - min_jaccard;
-        let same_features = |m: u64| self.meta[&m].features == p.features;
 
-        // The record's distance to the survivor, the pivot of every bound.
-        if same_features(survivor) {
-            linkage.to_survivor = match scored_distance(survivor) {
-                Some(d) => Some(d),
-                None => self.distance_to(&p.shingles, survivor)?,
-            };
-            if linkage.to_survivor.is_some_and(far) {
-                return Ok(linkage);
+        // The cluster's texts with the record's features, the survivor's first, with the
+        // number of members carrying each.
+        let mut texts: Vec<(u64, usize)> = Vec::new();
+        let mut text_at: FastMap<u128, usize> = Default::default();
+        let with_survivor = self.meta[&survivor].features == p.features;
+        for &m in std::iter::once(&survivor)
+            .filter(|_| with_survivor)
+            .chain(members.iter().filter(|&&m| m != survivor))
+        {
+            let meta = &self.meta[&m];
+            if meta.features != p.features {
+                continue;
             }
-            // The whole cluster within reach of the record through the survivor.
-            if let (Some(d_ps), Some(&r)) = (linkage.to_survivor, self.radius.get(&survivor)) {
-                if d_ps + f64::from(r) <= allowed {
-                    linkage.linked = true;
-                    return Ok(linkage);
+            match text_at.entry(meta.content_hash) {
+                std::collections::hash_map::Entry::Occupied(e) => texts[*e.get()].1 += 1,
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(texts.len());
+                    texts.push((m, 1));
                 }
             }
         }
+        let mut tally = Tally::new(link, texts.iter().map(|&(_, n)| n).sum());
+        let mut rest = &texts[..];
 
-        let mut checked: FastSet<u128> = Default::default();
-        // The survivor's text counts as checked (above), as any member's text does.
-        if same_features(survivor) {
-            checked.insert(self.meta[&survivor].content_hash);
-        }
-        let mut unbound = Vec::new();
-        let mut compare = Vec::new();
-        for &m in members {
-            let meta = &self.meta[&m];
-            if m == survivor || meta.features != p.features || !checked.insert(meta.content_hash) {
-                continue;
+        // The record's distance to the survivor, the pivot of every bound.
+        if with_survivor {
+            let d_ps = match scored_distance(survivor) {
+                Some(d) => Some(d),
+                None => self.distance_to(&p.shingles, survivor)?,
+            };
+            linkage.to_survivor = d_ps;
+            if d_ps.is_none() {
+                tally.skip(texts[0].1);
             }
+            if let Some(d_ps) = d_ps {
+                if !tally.add(d_ps, texts[0].1) {
+                    return Ok(linkage);
+                }
+                // The whole cluster settled through the survivor.
+                if let Some(&r) = self.radius.get(&survivor) {
+                    if tally.verifies(d_ps + f64::from(r)) {
+                        linkage.linked = true;
+                        return Ok(linkage);
+                    }
+                }
+            }
+            rest = &texts[1..];
+        }
+
+        // Members to measure, and members known to reach the floor that count toward the
+        // quorum only once measured.
+        let mut hard: Vec<(u64, usize)> = Vec::new();
+        let mut soft: Vec<(u64, usize)> = Vec::new();
+        let mut unbound = Vec::new();
+        for &(m, n) in rest {
             if let Some(d) = scored_distance(m) {
-                if far(d) {
+                if !tally.add(d, n) {
                     return Ok(linkage);
                 }
                 linkage.compared.push((m, d));
                 continue;
             }
+            let meta = &self.meta[&m];
             match linkage.to_survivor {
-                Some(_) if meta.bound.of == survivor => compare.push(m),
-                Some(_) => unbound.push(m),
-                None => compare.push(m),
+                Some(d_ps) if meta.bound.of == survivor => {
+                    let bound = d_ps + f64::from(meta.bound.distance);
+                    if tally.verifies(bound) {
+                        tally.verified += n;
+                    } else if tally.at_floor(bound) {
+                        soft.push((m, n));
+                    } else {
+                        hard.push((m, n));
+                    }
+                }
+                Some(_) => unbound.push((m, n)),
+                None => hard.push((m, n)),
             }
         }
-        let within = |d_ps: f64, b: f64| d_ps + b <= allowed;
-        let mut to_compare = Vec::new();
-        if let Some(d_ps) = linkage.to_survivor {
-            // Bound members: compared only when their bound does not settle it.
-            for m in compare {
-                if !within(d_ps, f64::from(self.meta[&m].bound.distance)) {
-                    to_compare.push(m);
-                }
-            }
-            // Unbound members: measured against the survivor first.
-            if !unbound.is_empty() {
-                let sets = self.shingle_sets(&[survivor])?;
-                if let Some(pivot) = &sets[0] {
-                    for (m, theirs) in unbound.iter().zip(self.shingle_sets(&unbound)?) {
-                        match theirs {
-                            Some(theirs) => {
-                                let d = 1.0 - id_jaccard(pivot, &theirs);
-                                linkage.learned.push((*m, d));
-                                if !within(d_ps, d) {
-                                    to_compare.push(*m);
-                                }
-                            }
-                            None => to_compare.push(*m),
+        // Unbound members: measured against the survivor first.
+        if let (Some(d_ps), false) = (linkage.to_survivor, unbound.is_empty()) {
+            let handles: Vec<u64> = unbound.iter().map(|&(m, _)| m).collect();
+            match &self.shingle_sets(&[survivor])?[0] {
+                Some(pivot) => {
+                    for (&(m, n), theirs) in unbound.iter().zip(self.shingle_sets(&handles)?) {
+                        let Some(theirs) = theirs else {
+                            hard.push((m, n));
+                            continue;
+                        };
+                        let d = 1.0 - id_jaccard(pivot, &theirs);
+                        linkage.learned.push((m, d));
+                        if tally.verifies(d_ps + d) {
+                            tally.verified += n;
+                        } else if tally.at_floor(d_ps + d) {
+                            soft.push((m, n));
+                        } else {
+                            hard.push((m, n));
                         }
                     }
-                } else {
-                    to_compare.extend(unbound);
                 }
+                None => hard.extend(unbound),
             }
-        } else {
-            to_compare = compare;
         }
-        for (m, theirs) in to_compare.iter().zip(self.shingle_sets(&to_compare)?) {
-            let Some(theirs) = theirs else { continue };
-            if cannot_reach(p.shingles.len(), theirs.len(), min_jaccard) {
-                return Ok(linkage);
+        // Members that must be measured, then as many of the others as the quorum needs (a
+        // few sets at a time: most often the first ones settle it).
+        let floor = link.floor;
+        let chunks = hard
+            .chunks(usize::MAX)
+            .map(|c| (c, true))
+            .chain(soft.chunks(8).map(|c| (c, false)));
+        for (group, all) in chunks {
+            if !all && tally.quorate() {
+                break;
             }
-            let d = 1.0 - id_jaccard(&p.shingles, &theirs);
-            if far(d) {
-                return Ok(linkage);
+            let handles: Vec<u64> = group.iter().map(|&(m, _)| m).collect();
+            for (&(m, n), theirs) in group.iter().zip(self.shingle_sets(&handles)?) {
+                let Some(theirs) = theirs else {
+                    tally.skip(n);
+                    continue;
+                };
+                if cannot_reach(p.shingles.len(), theirs.len(), floor) {
+                    return Ok(linkage);
+                }
+                let d = 1.0 - id_jaccard(&p.shingles, &theirs);
+                if !tally.add(d, n) {
+                    return Ok(linkage);
+                }
+                linkage.compared.push((m, d));
             }
-            linkage.compared.push((*m, d));
         }
         linkage.compared.sort_unstable_by_key(|&(m, _)| m);
-        linkage.linked = true;
+        linkage.linked = tally.quorate();
         Ok(linkage)
     }
 
@@ -1312,9 +1442,7 @@ impl<S: Store> Deduper<S> {
                 continue;
             };
             let (a, b) = (ours.survivor, theirs.survivor);
-            if a == b
-                || !self.clusters_link(a, b, fusable.features, fusable.min_jaccard, &mut budget)?
-            {
+            if a == b || !self.clusters_link(a, b, fusable.features, fusable.link, &mut budget)? {
                 continue;
             }
             // The earlier first seen survives (ties: the smaller id); the other is merged,
@@ -1350,27 +1478,32 @@ impl<S: Store> Deduper<S> {
         Ok(entries)
     }
 
-    /// Whether every member of cluster `a` and every member of cluster `b` (all of
-    /// `features`) are at Jaccard at least `min_jaccard`, within `budget` comparisons, which
-    /// it spends (members of one text are compared once).
+    /// Whether clusters `a` and `b` (all of `features`) link as one (see [`Link`]): every
+    /// member of one at the floor with every member of the other, and the quorum of those
+    /// pairs (copies counted) verified, within `budget` comparisons, which it spends (members
+    /// of one text are compared once).
     fn clusters_link(
         &self,
         a: u64,
         b: u64,
         features: Features,
-        min_jaccard: f64,
+        link: Link,
         budget: &mut usize,
     ) -> Result<bool> {
-        let texts = |survivor: u64| -> Option<Vec<u64>> {
-            let mut seen: FastSet<u128> = Default::default();
-            let mut out = Vec::new();
+        let texts = |survivor: u64| -> Option<Vec<(u64, usize)>> {
+            let mut at: FastMap<u128, usize> = Default::default();
+            let mut out: Vec<(u64, usize)> = Vec::new();
             for &m in self.members.get(&survivor).map_or(&[][..], Vec::as_slice) {
                 let meta = &self.meta[&m];
                 if meta.features != features {
                     return None;
                 }
-                if seen.insert(meta.content_hash) {
-                    out.push(m);
+                match at.entry(meta.content_hash) {
+                    std::collections::hash_map::Entry::Occupied(e) => out[*e.get()].1 += 1,
+                    std::collections::hash_map::Entry::Vacant(e) => {
+                        e.insert(out.len());
+                        out.push((m, 1));
+                    }
                 }
             }
             Some(out)
@@ -1381,18 +1514,26 @@ impl<S: Store> Deduper<S> {
         if ta.is_empty() || tb.is_empty() || ta.len() * tb.len() > *budget {
             return Ok(false);
         }
-        let (sa, sb) = (self.shingle_sets(&ta)?, self.shingle_sets(&tb)?);
-        for x in &sa {
+        let handles = |t: &[(u64, usize)]| t.iter().map(|&(m, _)| m).collect::<Vec<_>>();
+        let (sa, sb) = (
+            self.shingle_sets(&handles(&ta))?,
+            self.shingle_sets(&handles(&tb))?,
+        );
+        let copies = |t: &[(u64, usize)]| t.iter().map(|&(_, n)| n).sum::<usize>();
+        let mut tally = Tally::new(link, copies(&ta) * copies(&tb));
+        for (x, &(_, nx)) in sa.iter().zip(&ta) {
             let Some(x) = x else { return Ok(false) };
-            for y in &sb {
+            for (y, &(_, ny)) in sb.iter().zip(&tb) {
                 let Some(y) = y else { return Ok(false) };
                 *budget -= 1;
-                if cannot_reach(x.len(), y.len(), min_jaccard) || id_jaccard(x, y) < min_jaccard {
+                if cannot_reach(x.len(), y.len(), link.floor)
+                    || !tally.add(1.0 - id_jaccard(x, y), nx * ny)
+                {
                     return Ok(false);
                 }
             }
         }
-        Ok(true)
+        Ok(tally.quorate())
     }
 
     /// Keeps the members' distances to `survivor` that complete linkage measured.
@@ -2055,9 +2196,17 @@ impl<S: Store> Deduper<S> {
             // only if it verifies against every member, so no pair inside a cluster falls
             // below the threshold through chaining (A~B and B~C but not A~C). Otherwise the
             // next candidate's cluster is tried.
-            let min_jaccard = match (features, self.rule.short_text) {
-                (Features::Chars, ShortText::CharNgrams { min_jaccard, .. }) => min_jaccard,
-                _ => self.rule.min_cluster_jaccard,
+            let link = match (features, self.rule.short_text) {
+                (Features::Chars, ShortText::CharNgrams { min_jaccard, .. }) => Link {
+                    floor: min_jaccard,
+                    verify: min_jaccard,
+                    quorum: 0.0,
+                },
+                _ => Link {
+                    floor: self.rule.min_cluster_jaccard,
+                    verify: self.rule.min_jaccard,
+                    quorum: self.rule.cluster_quorum,
+                },
             };
             let mut scored: Scored = ok.iter().chain(&failed).copied().collect();
             scored.sort_unstable_by_key(|&(h, _)| h);
@@ -2067,7 +2216,7 @@ impl<S: Store> Deduper<S> {
                 if !tried.insert(survivor) {
                     continue;
                 }
-                let l = self.links_to_all(&p, survivor, min_jaccard, &scored)?;
+                let l = self.links_to_all(&p, survivor, link, &scored)?;
                 self.learn_bounds(survivor, &l.learned);
                 if l.linked {
                     matched = Some((h, near_rule, s));
@@ -2079,7 +2228,7 @@ impl<S: Store> Deduper<S> {
                             .filter(|(h, _)| !tried.contains(&self.meta[h].survivor))
                             .copied()
                             .collect(),
-                        min_jaccard,
+                        link,
                         features,
                         rule: near_rule,
                     });

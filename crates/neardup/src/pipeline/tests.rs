@@ -809,6 +809,7 @@ fn a_record_joins_a_cluster_only_if_it_verifies_against_every_member() {
         let rule = Rule {
             max_distance,
             min_cluster_jaccard,
+            cluster_quorum: 0.0,
             ..Rule::default()
         };
         let mut d = Deduper::builder()
@@ -824,6 +825,136 @@ fn a_record_joins_a_cluster_only_if_it_verifies_against_every_member() {
             "k {max_distance}, cluster J {min_cluster_jaccard}: {:?}",
             out[2].decision
         );
+    }
+}
+
+/// `text` with `n` words replaced in lane `lane` (words `100 * lane + 8 * i`): edits in
+/// different lanes never touch the same shingle, so two texts differing in `d` words share
+/// all but `4 d` of their shingles.
+fn lane_edit(text: &str, lane: usize, n: usize) -> String {
+    let mut words: Vec<String> = text.split(' ').map(str::to_owned).collect();
+    for i in 0..n {
+        words[100 * lane + 8 * i] = format!("lane{lane}edit{i}");
+    }
+    words.join(" ")
+}
+
+#[test]
+fn a_record_joins_a_cluster_it_verifies_against_a_quorum_of() {
+    // A cluster of four (`a` and three edits of it, every pair verified) and a record `x`
+    // that verifies against three of them and sits at 0.78 from the fourth, `m3`: under
+    // the default quorum (three quarters, every member at 0.75 at least) it joins; under
+    // complete linkage at 0.8 it stays apart; and against the cluster of `a` and `m3` alone,
+    // where the one member it misses is half the cluster, it stays apart too.
+    let a = doc(9001, 400);
+    let (m1, m2, m3) = (
+        lane_edit(&a, 1, 3),
+        lane_edit(&a, 2, 3),
+        lane_edit(&a, 3, 6),
+    );
+    let x = lane_edit(&a, 0, 6);
+    let h = SimHasher::builder().build().unwrap();
+    let j = |s: &str, t: &str| crate::verify::jaccard(&h.shingle_set(s), &h.shingle_set(t));
+    for m in [&a, &m1, &m2] {
+        assert!(j(&x, m) >= 0.8, "{}", j(&x, m));
+    }
+    assert!((0.75..0.8).contains(&j(&x, &m3)), "{}", j(&x, &m3));
+    let run = |rule: Rule, members: &[(&str, &String)]| {
+        let mut d = Deduper::builder()
+            .rule(rule)
+            .open(MemoryStore::new())
+            .unwrap();
+        let recs: Vec<Record> = members
+            .iter()
+            .map(|(id, text)| Record::new(*id, text.as_str()))
+            .collect();
+        let out = d.process(&recs, t(NOW)).unwrap();
+        assert_eq!(
+            d.cluster_of("a").unwrap().members.len(),
+            recs.len(),
+            "{out:?}"
+        );
+        d.process(&[Record::new("x", x.clone())], t(NOW)).unwrap();
+        d.cluster_of("x").unwrap().members
+    };
+    let four = [("a", &a), ("m1", &m1), ("m2", &m2), ("m3", &m3)];
+    assert_eq!(run(Rule::default(), &four), ["a", "m1", "m2", "m3", "x"]);
+    let complete = Rule {
+        min_cluster_jaccard: 0.8,
+        cluster_quorum: 1.0,
+        ..Rule::default()
+    };
+    assert_eq!(run(complete, &four), ["x"]);
+    assert_eq!(run(Rule::default(), &[("a", &a), ("m3", &m3)]), ["x"]);
+    // The floor holds whatever the quorum: at 0.8 for every member, m3 keeps x out.
+    let floor = Rule {
+        min_cluster_jaccard: 0.8,
+        ..Rule::default()
+    };
+    assert_eq!(run(floor, &four), ["x"]);
+    // Copies count: with two more copies of `m3` the cluster's members are 6, x verifies
+    // against 3 of them, not the 5 that three quarters asks.
+    let six = [
+        ("a", &a),
+        ("m1", &m1),
+        ("m2", &m2),
+        ("m3", &m3),
+        ("m3b", &m3),
+        ("m3c", &m3),
+    ];
+    assert_eq!(run(Rule::default(), &six), ["x"]);
+}
+
+#[test]
+fn clusters_fuse_when_a_quorum_of_their_pairs_verifies() {
+    // `q` sits at 0.78 from `a`: two clusters. Each of m1, m2, m3 (three, four and five of
+    // q's twelve edits) verifies against both and joins `a`'s cluster; the pairs across
+    // the two are then q-a (0.78, at the floor) and q with each m, all verified: one of
+    // two, two of three, three of four. Under the default quorum (three quarters) the
+    // clusters fuse with m3 and not before; under complete linkage at 0.8, never.
+    let a = doc(9107, 400);
+    let q = lane_edit(&a, 3, 12);
+    let ms: Vec<String> = (3..=5).map(|n| lane_edit(&a, 3, n)).collect();
+    let h = SimHasher::builder().build().unwrap();
+    let j = |s: &str, t: &str| crate::verify::jaccard(&h.shingle_set(s), &h.shingle_set(t));
+    assert!((0.75..0.8).contains(&j(&a, &q)), "{}", j(&a, &q));
+    for m in &ms {
+        assert!(j(m, &q) >= 0.8 && j(m, &a) >= 0.8);
+    }
+    for (rule, fused_at) in [
+        (Rule::default(), Some(2)),
+        (
+            Rule {
+                min_cluster_jaccard: 0.8,
+                cluster_quorum: 1.0,
+                ..Rule::default()
+            },
+            None,
+        ),
+    ] {
+        let mut d = Deduper::builder()
+            .rule(rule)
+            .open(MemoryStore::new())
+            .unwrap();
+        d.process(
+            &[Record::new("a", a.clone()), Record::new("q", q.clone())],
+            t(NOW),
+        )
+        .unwrap();
+        assert_eq!(d.cluster_of("q").unwrap().members, ["q"]);
+        for (i, m) in ms.iter().enumerate() {
+            let out = d
+                .process(&[Record::new(format!("m{}", i + 1), m.as_str())], t(NOW))
+                .unwrap();
+            let fused = fused_at.is_some_and(|at| i >= at);
+            assert_eq!(
+                d.cluster_of("q").unwrap().survivor == "a",
+                fused,
+                "{rule:?}, m{}: {out:?}",
+                i + 1
+            );
+            assert_eq!(out[0].fused, usize::from(Some(i) == fused_at));
+        }
     }
 }
 
@@ -1428,7 +1559,7 @@ fn committing_behind_a_store_that_cannot_commits_at_once() {
 #[test]
 fn a_record_that_bridges_two_clusters_fuses_them_where_every_pair_still_links() {
     // `b` carries twelve edits of `a`: Jaccard about 0.78, below the 0.8 to merge but above
-    // the default 0.77 linkage, so they are two clusters. `x` carries half of `b`'s edits:
+    // a 0.77 linkage, so they are two clusters. `x` carries half of `b`'s edits:
     // at about 0.89 from both, it joins `a` (the older of two equal matches) and fuses
     // `b`'s cluster in, every pair linking. `b2` is `a` with fourteen edits (about 0.75):
     // its bridge `x2` joins `a` too, but its cluster stays apart.
@@ -1443,7 +1574,19 @@ fn a_record_that_bridges_two_clusters_fuses_them_where_every_pair_still_links() 
     let (b2, x2) = (edit(&base, 14), edit(&base, 7));
     assert!(j(&a, &b2) < 0.77 && j(&x2, &b2) >= 0.8);
 
-    let mut d = memory();
+    // Complete linkage at 0.77: the quorum is another test's.
+    let linkage = Rule {
+        min_cluster_jaccard: 0.77,
+        cluster_quorum: 0.0,
+        ..Rule::default()
+    };
+    let complete = || {
+        Deduper::builder()
+            .rule(linkage)
+            .open(MemoryStore::new())
+            .unwrap()
+    };
+    let mut d = complete();
     let out = d
         .process(
             &[
@@ -1477,7 +1620,7 @@ fn a_record_that_bridges_two_clusters_fuses_them_where_every_pair_still_links() 
     assert_eq!((out[0].fused, out[1].fused, out[2].fused), (0, 0, 1));
     assert_eq!(d.cluster_of("b").unwrap().members, ["a", "b", "x"]);
 
-    let mut d = memory();
+    let mut d = complete();
     d.process(
         &[
             Record::new("a", a),
@@ -1496,7 +1639,14 @@ fn a_fused_cluster_is_what_the_store_holds_after_reopening() {
     let base = doc(4307, 400);
     let tmp = tempfile::tempdir().expect("temp dir");
     let path = tmp.path().join("s.db");
+    // Complete linkage at 0.77, as in the test above.
+    let rule = Rule {
+        min_cluster_jaccard: 0.77,
+        cluster_quorum: 0.0,
+        ..Rule::default()
+    };
     let mut d = Deduper::builder()
+        .rule(rule)
         .open(SqliteStore::open(&path).unwrap())
         .unwrap();
     // The first cluster is stored in an earlier batch; the bridge fuses it from a later one,
@@ -1523,6 +1673,7 @@ fn a_fused_cluster_is_what_the_store_holds_after_reopening() {
     );
     drop(d);
     let d = Deduper::builder()
+        .rule(rule)
         .open(SqliteStore::open(&path).unwrap())
         .unwrap();
     let c = d.cluster_of("m-bridge").unwrap();
