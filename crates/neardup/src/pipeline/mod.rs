@@ -1288,25 +1288,15 @@ impl<S: Store> Deduper<S> {
 
         // The cluster's texts with the record's features, the survivor's first, with the
         // number of members carrying each.
-        let mut texts: Vec<(u64, usize)> = Vec::new();
-        let mut text_at: FastMap<u128, usize> = Default::default();
         let with_survivor = self.meta[&survivor].features == p.features;
-        for &m in std::iter::once(&survivor)
-            .filter(|_| with_survivor)
-            .chain(members.iter().filter(|&&m| m != survivor))
-        {
-            let meta = &self.meta[&m];
-            if meta.features != p.features {
-                continue;
-            }
-            match text_at.entry(meta.content_hash) {
-                std::collections::hash_map::Entry::Occupied(e) => texts[*e.get()].1 += 1,
-                std::collections::hash_map::Entry::Vacant(e) => {
-                    e.insert(texts.len());
-                    texts.push((m, 1));
-                }
-            }
-        }
+        let texts = self.texts_of(
+            std::iter::once(survivor).filter(|_| with_survivor).chain(
+                members
+                    .iter()
+                    .copied()
+                    .filter(|&m| m != survivor && self.meta[&m].features == p.features),
+            ),
+        );
         let mut tally = Tally::new(link, texts.iter().map(|&(_, n)| n).sum());
         let mut rest = &texts[..];
 
@@ -1491,22 +1481,11 @@ impl<S: Store> Deduper<S> {
         budget: &mut usize,
     ) -> Result<bool> {
         let texts = |survivor: u64| -> Option<Vec<(u64, usize)>> {
-            let mut at: FastMap<u128, usize> = Default::default();
-            let mut out: Vec<(u64, usize)> = Vec::new();
-            for &m in self.members.get(&survivor).map_or(&[][..], Vec::as_slice) {
-                let meta = &self.meta[&m];
-                if meta.features != features {
-                    return None;
-                }
-                match at.entry(meta.content_hash) {
-                    std::collections::hash_map::Entry::Occupied(e) => out[*e.get()].1 += 1,
-                    std::collections::hash_map::Entry::Vacant(e) => {
-                        e.insert(out.len());
-                        out.push((m, 1));
-                    }
-                }
-            }
-            Some(out)
+            let members = self.members.get(&survivor).map_or(&[][..], Vec::as_slice);
+            members
+                .iter()
+                .all(|m| self.meta[m].features == features)
+                .then(|| self.texts_of(members.iter().copied()))
         };
         let (Some(ta), Some(tb)) = (texts(a), texts(b)) else {
             return Ok(false);
@@ -1534,6 +1513,20 @@ impl<S: Store> Deduper<S> {
             }
         }
         Ok(tally.quorate())
+    }
+
+    /// The distinct texts of `members`, each as its first member and how many carry it.
+    fn texts_of(&self, members: impl Iterator<Item = u64>) -> Vec<(u64, usize)> {
+        let mut at: FastMap<u128, usize> = Default::default();
+        let mut texts: Vec<(u64, usize)> = Vec::new();
+        for m in members {
+            let i = *at.entry(self.meta[&m].content_hash).or_insert_with(|| {
+                texts.push((m, 0));
+                texts.len() - 1
+            });
+            texts[i].1 += 1;
+        }
+        texts
     }
 
     /// Keeps the members' distances to `survivor` that complete linkage measured.
