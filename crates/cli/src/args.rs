@@ -220,7 +220,7 @@ pub struct RuleArgs {
     /// A record joins a cluster only if it verifies (--min-jaccard) against at least this
     /// share of the members, copies counted (clusters fuse when this share of their pairs
     /// across verifies): 1 is complete linkage at --min-jaccard, 0 leaves it to
-    /// --min-cluster-jaccard. The default, with --min-cluster-jaccard 0.75, is measured on
+    /// --min-cluster-jaccard. The default, with --min-cluster-jaccard 0.74, is measured on
     /// both quality benches.
     #[arg(long, value_name = "SHARE", default_value_t = neardup::pipeline::DEFAULT_CLUSTER_QUORUM)]
     pub cluster_quorum: f64,

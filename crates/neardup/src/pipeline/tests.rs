@@ -843,7 +843,7 @@ fn lane_edit(text: &str, lane: usize, n: usize) -> String {
 fn a_record_joins_a_cluster_it_verifies_against_a_quorum_of() {
     // A cluster of four (`a` and three edits of it, every pair verified) and a record `x`
     // that verifies against three of them and sits at 0.78 from the fourth, `m3`: under
-    // the default quorum (three quarters, every member at 0.75 at least) it joins; under
+    // the default quorum (three quarters, every member at 0.74 at least) it joins; under
     // complete linkage at 0.8 it stays apart; and against the cluster of `a` and `m3` alone,
     // where the one member it misses is half the cluster, it stays apart too.
     let a = doc(9001, 400);
