@@ -161,9 +161,23 @@ impl Tally {
         bound <= self.verify_d - 1e-9
     }
 
-    /// Whether members within `bound` of the record certainly reach the floor.
-    fn at_floor(&self, bound: f64) -> bool {
-        bound <= self.floor_d - 1e-9
+    /// Files a text (a member and its copies) within `bound` of the record: counted as
+    /// verified when the bound shows it, else to be measured, in `soft` when it certainly
+    /// reaches the floor (measured only while the quorum is short), in `hard` otherwise.
+    fn file(
+        &mut self,
+        bound: f64,
+        text: (u64, usize),
+        soft: &mut Vec<(u64, usize)>,
+        hard: &mut Vec<(u64, usize)>,
+    ) {
+        if self.verifies(bound) {
+            self.verified += text.1;
+        } else if bound <= self.floor_d - 1e-9 {
+            soft.push(text);
+        } else {
+            hard.push(text);
+        }
     }
 
     /// Whether enough members verified that the rest need only reach the floor.
@@ -1341,14 +1355,12 @@ impl<S: Store> Deduper<S> {
             let meta = &self.meta[&m];
             match linkage.to_survivor {
                 Some(d_ps) if meta.bound.of == survivor => {
-                    let bound = d_ps + f64::from(meta.bound.distance);
-                    if tally.verifies(bound) {
-                        tally.verified += n;
-                    } else if tally.at_floor(bound) {
-                        soft.push((m, n));
-                    } else {
-                        hard.push((m, n));
-                    }
+                    tally.file(
+                        d_ps + f64::from(meta.bound.distance),
+                        (m, n),
+                        &mut soft,
+                        &mut hard,
+                    );
                 }
                 Some(_) => unbound.push((m, n)),
                 None => hard.push((m, n)),
@@ -1366,13 +1378,7 @@ impl<S: Store> Deduper<S> {
                         };
                         let d = 1.0 - id_jaccard(pivot, &theirs);
                         linkage.learned.push((m, d));
-                        if tally.verifies(d_ps + d) {
-                            tally.verified += n;
-                        } else if tally.at_floor(d_ps + d) {
-                            soft.push((m, n));
-                        } else {
-                            hard.push((m, n));
-                        }
+                        tally.file(d_ps + d, (m, n), &mut soft, &mut hard);
                     }
                 }
                 None => hard.extend(unbound),
