@@ -1141,7 +1141,7 @@ fn cmd_eval(args: &Args) -> AnyResult<()> {
 
     // The truth for a run that learned boilerplate: pairs whose Jaccard after
     // boilerplate removal is >= 0.8 (the rows above count Jaccard before it).
-    for r in &runs {
+    for (nth, r) in runs.iter().filter(|r| r.furniture.is_some()).enumerate() {
         let Some(furniture) = &r.furniture else {
             continue;
         };
@@ -1178,7 +1178,13 @@ fn cmd_eval(args: &Args) -> AnyResult<()> {
                 }));
             }
         }
-        let path = out.join("cli_wrong_pairs.jsonl");
+        // One file per CLI run: the first `cli_wrong_pairs.jsonl`, then `-2`, `-3`, ...
+        let suffix = if nth == 0 {
+            String::new()
+        } else {
+            format!("-{}", nth + 1)
+        };
+        let path = out.join(format!("cli_wrong_pairs{suffix}.jsonl"));
         let mut text = String::new();
         for w in &wrong {
             text.push_str(&w.to_string());

@@ -1387,9 +1387,8 @@ impl<S: Store> Deduper<S> {
         // Members that must be measured, then as many of the others as the quorum needs (a
         // few sets at a time: most often the first ones settle it).
         let floor = link.floor;
-        let chunks = hard
-            .chunks(usize::MAX)
-            .map(|c| (c, true))
+        let chunks = std::iter::once((&hard[..], true))
+            .filter(|(group, _)| !group.is_empty())
             .chain(soft.chunks(8).map(|c| (c, false)));
         for (group, all) in chunks {
             if !all && tally.quorate() {
