@@ -7,9 +7,13 @@
 //! cargo run --release --example index_bench -- join  [--n 10000000] [--k 3] [--planted 100000]
 //! cargo run --release --example index_bench -- radius [--n 1000000] [--queries 20000]
 //! cargo run --release --example index_bench -- dump  --n 100000 --out fps.txt
+//! cargo run --release --example index_bench -- stream --fps fps.txt [--k 14] [--window 1024]
 //! any mode: --fps FILE   read hex fingerprints (one per line) instead of random ones
 //!           --clustered C  families of C near-duplicates (0 to 6 bits from a random center)
 //! radius:   --substrings M  multi-index hashing with M substrings instead of the plan's
+//! stream:   the dedup pipeline's pattern: fingerprints in input order, each window of
+//!           W queried against the index as it stands, then its new fingerprints inserted;
+//!           queries one by one against `query_nearest_batch`, alternately, same answers
 //! ```
 //!
 //! Rates are queries per CPU second of the querying thread (what one core does, even when
@@ -98,6 +102,7 @@ struct Args {
     blocks: Option<u32>,
     substrings: Option<u32>,
     clustered: Option<usize>,
+    window: usize,
     quick: bool,
 }
 
@@ -117,6 +122,7 @@ fn parse_args() -> Result<Args, String> {
         blocks: None,
         substrings: None,
         clustered: None,
+        window: 1024,
         quick: false,
     };
     while let Some(flag) = it.next() {
@@ -141,6 +147,7 @@ fn parse_args() -> Result<Args, String> {
             "--blocks" => args.blocks = Some(number()? as u32),
             "--substrings" => args.substrings = Some(number()? as u32),
             "--clustered" => args.clustered = Some(number()?.max(1)),
+            "--window" => args.window = number()?.max(1),
             _ => return Err(format!("unknown flag {flag}")),
         }
     }
@@ -612,6 +619,73 @@ fn mode_radius(args: &Args) -> Result<(), String> {
     Ok(())
 }
 
+/// One pass of the stream mode: CPU seconds spent querying, and a digest of the answers.
+fn stream_pass(fps: &[u64], k: u32, window: usize, batch: bool) -> Result<(f64, u64), String> {
+    const LIMIT: usize = 64;
+    let mut index = AutoIndex::for_size(fps.len() as u64, k).map_err(|e| e.to_string())?;
+    let mut answers: Vec<Vec<Match>> = Vec::new();
+    let mut cpu = 0.0;
+    let mut digest = 0u64;
+    for (w, chunk) in fps.chunks(window).enumerate() {
+        let timer = Timer::start();
+        if batch {
+            index
+                .query_nearest_batch(chunk, k, LIMIT, &mut answers)
+                .map_err(|e| e.to_string())?;
+        } else {
+            answers.resize_with(chunk.len(), Vec::new);
+            for (&q, found) in chunk.iter().zip(answers.iter_mut()) {
+                index
+                    .query_nearest_into(q, k, LIMIT, found)
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+        cpu += timer.elapsed().0;
+        for (i, (&fp, found)) in chunk.iter().zip(&answers).enumerate() {
+            for m in found {
+                digest = digest
+                    .wrapping_mul(0x100_0000_01b3)
+                    .wrapping_add(m.id << 6 | u64::from(m.distance));
+            }
+            // Stored unless it repeats a stored fingerprint, as exact copies are not.
+            if found.first().is_none_or(|m| m.distance > 0) {
+                index
+                    .insert((w * window + i) as u64, fp)
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+    }
+    Ok((cpu, digest))
+}
+
+fn mode_stream(args: &Args) -> Result<(), String> {
+    let fps = load_fps(args, 150_000, 5)?;
+    let k = args.k.unwrap_or(14);
+    let runs = if args.quick { 1 } else { 3 };
+    let (mut single, mut batch) = (f64::MAX, f64::MAX);
+    for _ in 0..runs {
+        let (s, a) = stream_pass(&fps, k, args.window, false)?;
+        let (b, d) = stream_pass(&fps, k, args.window, true)?;
+        if a != d {
+            return Err("batch answers differ from single queries".into());
+        }
+        (single, batch) = (single.min(s), batch.min(b));
+    }
+    let per = |secs: f64| secs * 1e6 / fps.len() as f64;
+    println!(
+        "stream n = {}, k = {k}, windows of {}: one by one {:.2} us/query, batch {:.2} us/query ({:.2}x), same answers  [{}]",
+        fps.len(),
+        args.window,
+        per(single),
+        per(batch),
+        single / batch,
+        AutoIndex::for_size(fps.len() as u64, k)
+            .map_err(|e| e.to_string())?
+            .plan()
+    );
+    Ok(())
+}
+
 fn mode_dump(args: &Args) -> Result<(), String> {
     let fps = load_fps(args, 100_000, 1)?;
     let path = args.out.as_deref().ok_or("dump needs --out FILE")?;
@@ -628,9 +702,10 @@ fn main() {
         "large" => mode_large(&args),
         "join" => mode_join(&args),
         "radius" => mode_radius(&args),
+        "stream" => mode_stream(&args),
         "dump" => mode_dump(&args),
         other => Err(format!(
-            "unknown mode {other}: k3, large, join, radius, dump"
+            "unknown mode {other}: k3, large, join, radius, stream, dump"
         )),
     });
     if let Err(e) = result {

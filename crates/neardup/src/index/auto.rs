@@ -121,6 +121,16 @@ impl HammingIndex for AutoIndex {
         each!(&self.inner, index => index.query_nearest_into(fingerprint, max_distance, limit, out))
     }
 
+    fn query_nearest_batch(
+        &self,
+        fingerprints: &[u64],
+        max_distance: u32,
+        limit: usize,
+        out: &mut Vec<Vec<Match>>,
+    ) -> Result<QueryStats, IndexError> {
+        each!(&self.inner, index => index.query_nearest_batch(fingerprints, max_distance, limit, out))
+    }
+
     fn query_batch(
         &self,
         fingerprints: &[u64],

@@ -220,6 +220,30 @@ impl HammingIndex for MihIndex {
         ))
     }
 
+    fn query_nearest_batch(
+        &self,
+        fingerprints: &[u64],
+        max_distance: u32,
+        limit: usize,
+        out: &mut Vec<Vec<Match>>,
+    ) -> Result<QueryStats, IndexError> {
+        let radii = &self.radii_by_distance[max_distance.min(64) as usize];
+        // The batch sweep keeps keys in 32 bits (a single table of 64 does not).
+        let wide_keys = self.widths.iter().any(|&w| w > 32);
+        if self.scan_is_cheaper(radii) || wide_keys {
+            out.resize_with(fingerprints.len(), Vec::new);
+            out.truncate(fingerprints.len());
+            let mut total = QueryStats::default();
+            for (&fingerprint, found) in fingerprints.iter().zip(out.iter_mut()) {
+                total.add(self.query_nearest_into(fingerprint, max_distance, limit, found)?);
+            }
+            return Ok(total);
+        }
+        Ok(self
+            .tables
+            .query_radii_batch(fingerprints, max_distance, radii, limit, out))
+    }
+
     fn max_supported_distance(&self) -> u32 {
         64
     }

@@ -401,3 +401,63 @@ fn settle_installs_a_finished_background_merge() {
     );
     assert_eq!(index.len(), 21_000);
 }
+
+#[test]
+fn mih_batches_answer_as_one_query_after_another() {
+    // Sizes at which probing beats scanning for each radius, so the batch takes its
+    // sorted sweep; clustered sets make long runs and many matches per query.
+    for (substrings, k, n, clustered) in [
+        (6, 10, 5_000, false),
+        (6, 10, 5_000, true),
+        (5, 14, 40_000, false),
+        (4, 7, 20_000, true),
+    ] {
+        let fps = fingerprints(n, clustered, u64::from(k) * 7 + n as u64);
+        let mut mih = MihIndex::builder();
+        mih.substrings(substrings).buffer_capacity(700);
+        let mut mih = mih.build().expect("valid");
+        let mut oracle = LinearIndex::new();
+        for (id, &fp) in fps.iter().enumerate() {
+            mih.insert(id as u64, fp).expect("fresh");
+            oracle.insert(id as u64, fp).expect("fresh");
+        }
+        // Tombstones in the tables, and rows in the insert buffer.
+        for id in (0..n as u64).step_by(97) {
+            assert_eq!(mih.remove(id), oracle.remove(id));
+        }
+        let mut state = n as u64;
+        let mut queries: Vec<u64> = (0..40).map(|_| splitmix(&mut state)).collect();
+        // On the smallest set, more queries than one sweep takes (`RADII_BATCH`).
+        for &fp in fps.iter().step_by(if n <= 5_000 { 4 } else { n / 200 }) {
+            let flips = (splitmix(&mut state) % u64::from(k + 3)) as u32;
+            queries.push(flip_bits(fp, flips, &mut state));
+        }
+        for limit in [usize::MAX, 3, 0] {
+            let mut batch = Vec::new();
+            let stats = mih
+                .query_nearest_batch(&queries, k, limit, &mut batch)
+                .expect("exact");
+            assert!(
+                stats.probes > 0,
+                "m={substrings} k={k}: the tables were probed"
+            );
+            assert_eq!(batch.len(), queries.len());
+            let mut found = 0;
+            for (&q, got) in queries.iter().zip(&batch) {
+                let mut one = Vec::new();
+                mih.query_nearest_into(q, k, limit, &mut one)
+                    .expect("exact");
+                assert_eq!(got, &one, "m={substrings} k={k} limit={limit}");
+                let all = oracle.query(q, k).expect("oracle");
+                assert_eq!(&got[..], &all[..limit.min(all.len())]);
+                found += got.len();
+            }
+            if limit == usize::MAX {
+                assert!(
+                    found > queries.len() / 2,
+                    "m={substrings} k={k}: {found} matches"
+                );
+            }
+        }
+    }
+}

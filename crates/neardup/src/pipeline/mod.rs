@@ -1241,8 +1241,7 @@ impl<S: Store> Deduper<S> {
     /// comparing shingle sets), which reads only state the group's own decisions do not
     /// change, so the records of a group are searched in parallel before they are decided
     /// one by one (see [`decide_window`](Self::decide_window)).
-    fn presearch(&self, prepared: &Prepared) -> Result<Presearched> {
-        let hits = self.index_hits(prepared)?;
+    fn presearch(&self, prepared: &Prepared, hits: Vec<Match>) -> Result<Presearched> {
         let handles: Vec<u64> = hits.iter().map(|m| m.id).collect();
         let known = handles
             .iter()
@@ -1250,6 +1249,67 @@ impl<S: Store> Deduper<S> {
             .map(|(&h, set)| (h, set.map(|set| id_jaccard(&prepared.shingles, &set))))
             .collect();
         Ok(Presearched { hits, known })
+    }
+
+    /// The presearches of a window's records that need one, in parallel. Each index is
+    /// asked in batches, one per thread ([`HammingIndex::query_nearest_batch`]: a batch
+    /// sweeps each table once, where one query after another took a cache miss per probe);
+    /// then each record's hits are verified.
+    fn presearch_window(
+        &self,
+        records: &[Record],
+        prepared: &[Analysed],
+    ) -> Result<Vec<Option<Presearched>>> {
+        let mut found: Vec<Option<Presearched>> = (0..records.len()).map(|_| None).collect();
+        for kind in [IndexKind::Words, IndexKind::Chars] {
+            let wanted: Vec<(usize, &Prepared)> = records
+                .iter()
+                .zip(prepared)
+                .enumerate()
+                .filter_map(|(i, (record, p))| match p {
+                    Analysed::Done(Ok(p))
+                        if self.search_rule(p.features).0 == kind
+                            && self.needs_search(record, p) =>
+                    {
+                        Some((i, p))
+                    }
+                    _ => None,
+                })
+                .collect();
+            let Some(&(_, first)) = wanted.first() else {
+                continue;
+            };
+            let (_, max_distance, _) = self.search_rule(first.features);
+            let index = match kind {
+                IndexKind::Words => &self.index,
+                IndexKind::Chars => &self.short_index,
+            };
+            let per_thread = wanted.len().div_ceil(rayon::current_num_threads());
+            let hits: Vec<Vec<Vec<Match>>> = wanted
+                .par_chunks(per_thread.max(1))
+                .map(|chunk| {
+                    let fps: Vec<u64> = chunk.iter().map(|(_, p)| p.fingerprint as u64).collect();
+                    let mut hits = Vec::new();
+                    index.query_nearest_batch(
+                        &fps,
+                        max_distance,
+                        self.rule.max_candidates,
+                        &mut hits,
+                    )?;
+                    Ok(hits)
+                })
+                .collect::<Result<_>>()?;
+            let hits: Vec<Vec<Match>> = hits.into_iter().flatten().collect();
+            let searched: Vec<(usize, Presearched)> = wanted
+                .into_par_iter()
+                .zip(hits)
+                .map(|((i, p), hits)| Ok((i, self.presearch(p, hits)?)))
+                .collect::<Result<_>>()?;
+            for (i, searched) in searched {
+                found[i] = Some(searched);
+            }
+        }
+        Ok(found)
     }
 
     /// Completes a presearch with the records decided earlier in the same group: their
@@ -1900,17 +1960,7 @@ impl<S: Store> Deduper<S> {
             }
         }
         let found: Vec<Option<Presearched>> = if records.len() >= PARALLEL_PRESEARCH_MIN {
-            let this = &*self;
-            records
-                .par_iter()
-                .zip(&prepared)
-                .map(|(record, p)| match p {
-                    Analysed::Done(Ok(p)) if this.needs_search(record, p) => {
-                        this.presearch(p).map(Some)
-                    }
-                    _ => Ok(None),
-                })
-                .collect::<Result<_>>()?
+            self.presearch_window(records, &prepared)?
         } else {
             Vec::new()
         };
