@@ -60,6 +60,10 @@ thread_local! {
         const { std::cell::Cell::new(None) };
 }
 
+/// A radius batch's probes of one table as (query, key), the same by slot, and the slots'
+/// starts.
+type ProbeBuffers = (Vec<(u32, u32)>, Vec<(u32, u32)>, Vec<u32>);
+
 /// Queries a radius batch sweeps the tables for at once: their probes (8 bytes each, a few
 /// hundred per query and table at radius 10 to 16) stay within a few megabytes; measured
 /// as fast from 256 to 2,048 on 150,000 fingerprints at k 14.
@@ -1186,20 +1190,26 @@ impl TableSet {
         out.truncate(queries.len());
         out.iter_mut().for_each(Vec::clear);
         let mut stats = QueryStats::default();
-        // (query, key) of every probe of one table, then the same by slot.
-        let mut probes: Vec<(u32, u32)> = Vec::new();
-        let mut sorted: Vec<(u32, u32)> = Vec::new();
-        let mut starts: Vec<u32> = Vec::new();
-        for (group, found) in queries.chunks(RADII_BATCH).zip(out.chunks_mut(RADII_BATCH)) {
-            self.query_radii_group::<WIDE>(
-                group,
-                max_distance,
-                radii,
-                found,
-                (&mut probes, &mut sorted, &mut starts),
-                &mut stats,
-            );
+        // The thread's probe buffers, kept from batch to batch (fresh ones were a megabyte
+        // of new pages per batch), unless a wide radius grew them past 8 MiB each.
+        thread_local! {
+            static PROBES: std::cell::RefCell<ProbeBuffers> = std::cell::RefCell::default();
         }
+        PROBES.with_borrow_mut(|buffers| {
+            for (group, found) in queries.chunks(RADII_BATCH).zip(out.chunks_mut(RADII_BATCH)) {
+                self.query_radii_group::<WIDE>(
+                    group,
+                    max_distance,
+                    radii,
+                    found,
+                    buffers,
+                    &mut stats,
+                );
+            }
+            if buffers.0.capacity() > 1 << 20 {
+                *buffers = ProbeBuffers::default();
+            }
+        });
         for (&q, found) in queries.iter().zip(out.iter_mut()) {
             self.scan_buffer(q, max_distance, found, &mut stats);
             sort_matches(found, limit);
@@ -1210,7 +1220,6 @@ impl TableSet {
 
     /// The table matches of a group of [`query_radii_batch`](Self::query_radii_batch)'s
     /// queries into `out` (one per query, unsorted), with buffers for the probes.
-    #[allow(clippy::type_complexity)]
     #[inline(always)]
     fn query_radii_group<const WIDE: bool>(
         &self,
@@ -1218,7 +1227,7 @@ impl TableSet {
         max_distance: u32,
         radii: &[Option<u32>],
         out: &mut [Vec<Match>],
-        (probes, sorted, starts): (&mut Vec<(u32, u32)>, &mut Vec<(u32, u32)>, &mut Vec<u32>),
+        (probes, sorted, starts): &mut ProbeBuffers,
         stats: &mut QueryStats,
     ) {
         for (t, table) in self.tables.iter().enumerate() {
