@@ -231,13 +231,7 @@ impl HammingIndex for MihIndex {
         // The batch sweep keeps keys in 32 bits (a single table of 64 does not).
         let wide_keys = self.widths.iter().any(|&w| w > 32);
         if self.scan_is_cheaper(radii) || wide_keys {
-            out.resize_with(fingerprints.len(), Vec::new);
-            out.truncate(fingerprints.len());
-            let mut total = QueryStats::default();
-            for (&fingerprint, found) in fingerprints.iter().zip(out.iter_mut()) {
-                total.add(self.query_nearest_into(fingerprint, max_distance, limit, found)?);
-            }
-            return Ok(total);
+            return super::nearest_one_by_one(self, fingerprints, max_distance, limit, out);
         }
         Ok(self
             .tables

@@ -227,13 +227,7 @@ pub trait HammingIndex {
         limit: usize,
         out: &mut Vec<Vec<Match>>,
     ) -> Result<QueryStats, IndexError> {
-        out.resize_with(fingerprints.len(), Vec::new);
-        out.truncate(fingerprints.len());
-        let mut total = QueryStats::default();
-        for (&fingerprint, found) in fingerprints.iter().zip(out.iter_mut()) {
-            total.add(self.query_nearest_into(fingerprint, max_distance, limit, found)?);
-        }
-        Ok(total)
+        nearest_one_by_one(self, fingerprints, max_distance, limit, out)
     }
 
     /// Answers many queries at once: clears `out` and fills it with `(query position,
@@ -289,6 +283,23 @@ pub trait HammingIndex {
     /// Finding the largest bucket walks every table: O(n) per table, for monitoring, not
     /// for a per-query path.
     fn stats(&self) -> IndexStats;
+}
+
+/// [`HammingIndex::query_nearest_batch`] as a loop of single queries.
+pub(crate) fn nearest_one_by_one<I: HammingIndex + ?Sized>(
+    index: &I,
+    fingerprints: &[u64],
+    max_distance: u32,
+    limit: usize,
+    out: &mut Vec<Vec<Match>>,
+) -> Result<QueryStats, IndexError> {
+    out.resize_with(fingerprints.len(), Vec::new);
+    out.truncate(fingerprints.len());
+    let mut total = QueryStats::default();
+    for (&fingerprint, found) in fingerprints.iter().zip(out.iter_mut()) {
+        total.add(index.query_nearest_into(fingerprint, max_distance, limit, found)?);
+    }
+    Ok(total)
 }
 
 /// Sorts results by (distance, id), the order every query promises, keeping the first

@@ -1236,11 +1236,11 @@ impl<S: Store> Deduper<S> {
         Ok((ok, failed))
     }
 
-    /// A record's candidates among the records stored before its group, with their
-    /// Jaccard similarities: the costly half of a decision (index probes, reading and
-    /// comparing shingle sets), which reads only state the group's own decisions do not
-    /// change, so the records of a group are searched in parallel before they are decided
-    /// one by one (see [`decide_window`](Self::decide_window)).
+    /// A record's candidates among the records stored before its group (its index `hits`),
+    /// with their Jaccard similarities: the costly half of a decision (index probes,
+    /// reading and comparing shingle sets), which reads only state the group's own
+    /// decisions do not change, so the records of a group are searched in parallel before
+    /// they are decided one by one (see [`presearch_window`](Self::presearch_window)).
     fn presearch(&self, prepared: &Prepared, hits: Vec<Match>) -> Result<Presearched> {
         let handles: Vec<u64> = hits.iter().map(|m| m.id).collect();
         let known = handles
