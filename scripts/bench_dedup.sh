@@ -73,11 +73,19 @@ cat "$CORPUS" >/dev/null
 # shared machine's speed drifts by 10-30% from minute to minute), all of them are listed.
 echo "neardup dedup (store on, defaults), $RUNS runs"
 rm -rf "$OUT"/run "$OUT"/run-* "$OUT"/time-*.txt
+# The machine's CPU counters (user nice system idle iowait irq softirq steal) around the runs:
+# time the hypervisor gave to other guests while this one wanted the CPU.
+read -r _ u0 n0 s0 _ _ q0 sq0 st0 _ < /proc/stat
 for i in $(seq "$RUNS"); do
     rm -f "$OUT/dedup.db" "$OUT/dedup.db-wal" "$OUT/dedup.db-shm"
     /usr/bin/time -v -o "$OUT/time-$i.txt" target/release/neardup dedup --jsonl "$CORPUS" \
         --out "$OUT/run-$i" --store "$OUT/dedup.db" --quiet
 done
+read -r _ u1 n1 s1 _ _ q1 sq1 st1 _ < /proc/stat
+busy=$(( (u1 - u0) + (n1 - n0) + (s1 - s0) + (q1 - q0) + (sq1 - sq0) ))
+stolen=$(( st1 - st0 ))
+echo "stolen by the hypervisor during the runs: $stolen ticks against $busy busy" \
+     "($(( 100 * stolen / (busy + stolen + 1) ))%; a slow run without steal means slower cores, not fewer)"
 median=$(python3 - "$OUT" "$RUNS" <<'PY'
 import re, sys
 out, runs = sys.argv[1], int(sys.argv[2])
