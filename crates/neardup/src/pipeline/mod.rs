@@ -1138,14 +1138,19 @@ impl<S: Store> Deduper<S> {
         }
     }
 
+    /// The index records of `kind` are searched in and stored in.
+    fn index_of(&self, kind: IndexKind) -> &AutoIndex {
+        match kind {
+            IndexKind::Words => &self.index,
+            IndexKind::Chars => &self.short_index,
+        }
+    }
+
     /// Index hits of an analysed record, nearest first (by the indexed bits, then handle),
     /// at most `max_candidates`.
     fn index_hits(&self, prepared: &Prepared) -> Result<Vec<Match>> {
         let (kind, max_distance, _) = self.search_rule(prepared.features);
-        let index = match kind {
-            IndexKind::Words => &self.index,
-            IndexKind::Chars => &self.short_index,
-        };
+        let index = self.index_of(kind);
         // The answer is gathered in a buffer of the thread's, which keeps its capacity:
         // next to a large group of near copies it holds thousands of matches before the
         // nearest are selected, and a fresh one each time would be fresh memory each time.
@@ -1280,10 +1285,7 @@ impl<S: Store> Deduper<S> {
                 continue;
             };
             let (_, max_distance, _) = self.search_rule(first.features);
-            let index = match kind {
-                IndexKind::Words => &self.index,
-                IndexKind::Chars => &self.short_index,
-            };
+            let index = self.index_of(kind);
             let per_thread = wanted.len().div_ceil(rayon::current_num_threads());
             let hits: Vec<Vec<Vec<Match>>> = wanted
                 .par_chunks(per_thread.max(1))
