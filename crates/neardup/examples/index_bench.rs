@@ -10,7 +10,7 @@
 //! cargo run --release --example index_bench -- stream --fps fps.txt [--k 14] [--window 1024]
 //! any mode: --fps FILE   read hex fingerprints (one per line) instead of random ones
 //!           --clustered C  families of C near-duplicates (0 to 6 bits from a random center)
-//! radius:   --substrings M  multi-index hashing with M substrings instead of the plan's
+//! radius, stream: --substrings M  multi-index hashing with M substrings instead of the plan's
 //! stream:   the dedup pipeline's pattern: fingerprints in input order, each window of
 //!           W queried against the index as it stands, then its new fingerprints inserted;
 //!           queries one by one against `query_nearest_batch`, alternately, same answers
@@ -620,9 +620,43 @@ fn mode_radius(args: &Args) -> Result<(), String> {
 }
 
 /// One pass of the stream mode: CPU seconds spent querying, and a digest of the answers.
-fn stream_pass(fps: &[u64], k: u32, window: usize, batch: bool) -> Result<(f64, u64), String> {
+fn stream_pass(
+    fps: &[u64],
+    k: u32,
+    window: usize,
+    batch: bool,
+    substrings: Option<u32>,
+) -> Result<(f64, u64), String> {
+    match substrings {
+        None => stream_with(
+            AutoIndex::for_size(fps.len() as u64, k).map_err(|e| e.to_string())?,
+            fps,
+            k,
+            window,
+            batch,
+        ),
+        Some(m) => {
+            let mut mih = MihIndex::builder();
+            mih.substrings(m);
+            stream_with(
+                mih.build().map_err(|e| e.to_string())?,
+                fps,
+                k,
+                window,
+                batch,
+            )
+        }
+    }
+}
+
+fn stream_with<I: HammingIndex>(
+    mut index: I,
+    fps: &[u64],
+    k: u32,
+    window: usize,
+    batch: bool,
+) -> Result<(f64, u64), String> {
     const LIMIT: usize = 64;
-    let mut index = AutoIndex::for_size(fps.len() as u64, k).map_err(|e| e.to_string())?;
     let mut answers: Vec<Vec<Match>> = Vec::new();
     let mut cpu = 0.0;
     let mut digest = 0u64;
@@ -664,8 +698,8 @@ fn mode_stream(args: &Args) -> Result<(), String> {
     let runs = if args.quick { 1 } else { 3 };
     let (mut single, mut batch) = (f64::MAX, f64::MAX);
     for _ in 0..runs {
-        let (s, a) = stream_pass(&fps, k, args.window, false)?;
-        let (b, d) = stream_pass(&fps, k, args.window, true)?;
+        let (s, a) = stream_pass(&fps, k, args.window, false, args.substrings)?;
+        let (b, d) = stream_pass(&fps, k, args.window, true, args.substrings)?;
         if a != d {
             return Err("batch answers differ from single queries".into());
         }
