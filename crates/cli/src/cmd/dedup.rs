@@ -74,7 +74,39 @@ struct Analysed {
     rejects: Vec<Reject>,
     inputs: u64,
     text_bytes: u64,
+    /// The records given to analysis without their text (the boilerplate pass read their
+    /// lines whole), by place in `records`, with their lines for
+    /// [`restore_texts`](Self::restore_texts).
+    textless: Vec<(usize, input::Item)>,
 }
+
+impl Analysed {
+    /// Puts back the text of the records analysed without it, before anything that may
+    /// analyse them again: a deduper opened anew, or a commit that catches up with other
+    /// processes' boilerplate first.
+    fn restore_texts(&mut self, input_args: &InputArgs) {
+        let textless = std::mem::take(&mut self.textless);
+        let restored: Vec<(usize, Vec<TextField>)> = textless
+            .into_par_iter()
+            .filter_map(|(i, item)| {
+                // The boilerplate pass read this line whole: it parses.
+                let r = item.parse(input_args).ok()?;
+                Some((i, weighted(r.fields, input_args)))
+            })
+            .collect();
+        for (i, fields) in restored {
+            self.records[i].fields = fields;
+        }
+    }
+}
+
+/// A record parsed and converted, its first-pass analysis (if any), and for a record whose
+/// text was not decoded again, its line and text size.
+type Converted = (
+    Result<Pending, Reject>,
+    Option<FirstPass>,
+    Option<(input::Item, u64)>,
+);
 
 /// Parses, converts and analyses one chunk (in parallel).
 fn analyse(
@@ -86,9 +118,37 @@ fn analyse(
     first_passes: &mut FirstPasses,
 ) -> Analysed {
     let inputs = chunk.len() as u64;
-    let converted: Vec<Result<Pending, Reject>> = chunk
+    let firsts: Vec<Option<(FirstPass, Option<Carried>)>> = (base..base + inputs)
+        .map(|seq| first_passes.take(seq))
+        .collect();
+    let converted: Vec<Converted> = chunk
         .into_par_iter()
-        .map(|item| item.parse(input_args).and_then(|r| convert(r, input_args)))
+        .zip(firsts)
+        .map(|(item, first)| match first {
+            Some((first, Some(carried))) => match item {
+                // The line the boilerplate pass read whole: the rest of the record from
+                // there, without decoding its text again.
+                input::Item::Line { file, line, bytes } if line_hash(&bytes) == carried.line => {
+                    let origin = input::Origin {
+                        file: file.to_string(),
+                        line: Some(line),
+                    };
+                    let object = SpoolObject::AsRead(bytes.clone().trimmed());
+                    let item = input::Item::Line { file, line, bytes };
+                    (
+                        Ok((carried.record, Some(object), origin.to_string())),
+                        Some(first.without_text()),
+                        Some((item, carried.text_bytes)),
+                    )
+                }
+                item => (parse_and_convert(item, input_args), Some(first), None),
+            },
+            first => (
+                parse_and_convert(item, input_args),
+                first.map(|(first, _)| first),
+                None,
+            ),
+        })
         .collect();
     let mut first = Vec::new();
     let mut a = Analysed {
@@ -98,17 +158,19 @@ fn analyse(
         rejects: Vec::new(),
         inputs,
         text_bytes: 0,
+        textless: Vec::new(),
     };
-    for (seq, c) in (base..).zip(converted) {
-        let first_pass = first_passes.take(seq);
+    for (c, first_pass, textless) in converted {
         match c {
             Ok((record, object, origin)) => {
                 first.push(first_pass);
-                a.text_bytes += record
-                    .fields
-                    .iter()
-                    .map(|f| f.text.len() as u64)
-                    .sum::<u64>();
+                match textless {
+                    Some((item, text_bytes)) => {
+                        a.text_bytes += text_bytes;
+                        a.textless.push((a.records.len(), item));
+                    }
+                    None => a.text_bytes += text_bytes(&record.fields),
+                }
                 a.records.push(record);
                 a.extras.push((object, origin));
             }
@@ -117,6 +179,21 @@ fn analyse(
     }
     a.prepared = analyzer.prepare_run(&a.records, seen, first);
     a
+}
+
+fn parse_and_convert(item: input::Item, input_args: &InputArgs) -> Result<Pending, Reject> {
+    item.parse(input_args).and_then(|r| convert(r, input_args))
+}
+
+/// The bytes of a record's text fields.
+fn text_bytes(fields: &[TextField]) -> u64 {
+    fields.iter().map(|f| f.text.len() as u64).sum()
+}
+
+/// What the boilerplate pass knows a line by, for the main pass to take what it read of the
+/// line only for the same line.
+fn line_hash(bytes: &[u8]) -> u128 {
+    xxhash_rust::xxh3::xxh3_128(bytes)
 }
 
 /// A chunk decided, whose outputs wait until its batch is durable.
@@ -144,11 +221,17 @@ fn decide(
     now: Timestamp,
     commit: Commit,
     deduper: &mut Deduper<Box<dyn Store>>,
+    input_args: &InputArgs,
 ) -> neardup::Result<Vec<neardup::Outcome>> {
     if chunk.records.is_empty() {
         // Nothing to decide; what the caller takes this call to confirm must be, though.
         deduper.wait_committed()?;
         return Ok(Vec::new());
+    }
+    if commit == Commit::Now || !deduper.commits_behind() {
+        // The commit catches up with other processes first: should their boilerplate
+        // change, the records analysed without their text are analysed again.
+        chunk.restore_texts(input_args);
     }
     let prepared = std::mem::take(&mut chunk.prepared);
     match commit {
@@ -201,8 +284,10 @@ fn redo_after_conflict(
     .with_context(|| format!("reopening store {}", args.store.display()))?;
     deduper.reserve(records_in_input)?;
     for mut chunk in unconfirmed {
+        chunk.restore_texts(&args.input);
         chunk.prepared = deduper.analyzer().prepare(&chunk.records);
-        let outcomes = decide(&mut chunk, now, Commit::Now, deduper).context("deduplicating")?;
+        let outcomes =
+            decide(&mut chunk, now, Commit::Now, deduper, &args.input).context("deduplicating")?;
         write_outputs(Decided { chunk, outcomes }, state)?;
     }
     Ok(())
@@ -359,6 +444,7 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
             if analyzer.generation() != deduper.analyzer_generation() {
                 // A deduper opened anew after a conflict: analyses made for the old one
                 // are made again, in parallel here rather than one by one in its decisions.
+                analysed.restore_texts(input_args);
                 analysed.prepared = deduper.analyzer().prepare(&analysed.records);
             }
             if let (true, Some(reject)) = (args.strict, analysed.rejects.first()) {
@@ -370,7 +456,7 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
                 }
                 bail!("{reject} (--strict)");
             }
-            match decide(&mut analysed, now, commit, &mut deduper) {
+            match decide(&mut analysed, now, commit, &mut deduper, input_args) {
                 Ok(outcomes) => {
                     let d = Decided {
                         chunk: analysed,
@@ -575,7 +661,25 @@ fn progress_bar(show: bool, what: &str) -> ProgressBar {
 }
 
 /// Turns an input record into a library record, keeping its JSON object and origin.
-fn convert(r: input::Record, args: &InputArgs) -> Result<Pending, Reject> {
+fn convert(mut r: input::Record, args: &InputArgs) -> Result<Pending, Reject> {
+    let fields = weighted(std::mem::take(&mut r.fields), args);
+    let (object, reserved, origin) = (r.object.take(), r.reserved_keys, r.origin.clone());
+    let record = Record {
+        fields,
+        ..without_text(r, args)?
+    };
+    let object = object
+        .map(|o| without_kept_keys(o, reserved))
+        .transpose()
+        .map_err(|reason| Reject {
+            origin: origin.clone(),
+            reason,
+        })?;
+    Ok((record, object, origin.to_string()))
+}
+
+/// The library's record of `r`, but for its text fields (left empty).
+fn without_text(r: input::Record, args: &InputArgs) -> Result<Record, Reject> {
     let first_seen = match &r.first_seen {
         None => None,
         Some(t) => Some(Timestamp::parse_rfc3339(t).map_err(|e| Reject {
@@ -583,24 +687,14 @@ fn convert(r: input::Record, args: &InputArgs) -> Result<Pending, Reject> {
             reason: format!("field {:?}: {e}", args.time_field),
         })?),
     };
-    let record = Record {
+    Ok(Record {
         id: r.id,
         url: r.url,
         host: r.host,
         first_seen,
         retention_class: r.retention_class,
-        fields: weighted(r.fields, args),
-    };
-    let reserved = r.reserved_keys;
-    let object = r
-        .object
-        .map(|o| without_kept_keys(o, reserved))
-        .transpose()
-        .map_err(|reason| Reject {
-            origin: r.origin.clone(),
-            reason,
-        })?;
-    Ok((record, object, r.origin.to_string()))
+        fields: Vec::new(),
+    })
 }
 
 /// An input record's content fields with their `--field-weight`s.
@@ -908,37 +1002,50 @@ struct FirstPasses {
     /// By place in the input, last first once the pass is over ([`sort`](Self::sort)): the
     /// main pass takes them in input order from the end, where a map keyed by place grew
     /// through rehash after rehash.
-    by_seq: Vec<(u64, FirstPass)>,
+    by_seq: Vec<(u64, FirstPass, Option<Carried>)>,
     bytes: usize,
     /// The input's records (lines or files), counted by the pass.
     inputs: u64,
 }
 
 impl FirstPasses {
-    fn push(&mut self, seq: u64, first: FirstPass) {
+    fn push(&mut self, seq: u64, first: FirstPass, carried: Option<Carried>) {
         self.bytes += first.heap_bytes();
-        self.by_seq.push((seq, first));
+        self.by_seq.push((seq, first, carried));
     }
 
     /// Orders the analyses for [`take`](Self::take). Pages come out of the pass nearly in
     /// input order; a host's first pages wait until it has enough of them.
     fn sort(&mut self) {
         self.by_seq
-            .sort_unstable_by_key(|&(seq, _)| std::cmp::Reverse(seq));
+            .sort_unstable_by_key(|&(seq, _, _)| std::cmp::Reverse(seq));
     }
 
-    /// The analysis of the record at `seq`, taken in increasing order of `seq`.
-    fn take(&mut self, seq: u64) -> Option<FirstPass> {
-        while self.by_seq.last().is_some_and(|&(s, _)| s < seq) {
+    /// The analysis of the record at `seq` (and what else the pass kept of it), taken in
+    /// increasing order of `seq`.
+    fn take(&mut self, seq: u64) -> Option<(FirstPass, Option<Carried>)> {
+        while self.by_seq.last().is_some_and(|&(s, _, _)| s < seq) {
             self.by_seq.pop();
         }
         if self.by_seq.last()?.0 != seq {
             return None;
         }
-        let (_, first) = self.by_seq.pop()?;
+        let (_, first, carried) = self.by_seq.pop()?;
         self.bytes -= first.heap_bytes();
-        Some(first)
+        Some((first, carried))
     }
+}
+
+/// What the main pass takes from the boilerplate pass for a record whose line that pass
+/// read whole, besides its analysis, so as not to decode the line's text a second time
+/// (a tenth of the main pass's work on such a record).
+struct Carried {
+    /// The line's [`line_hash`]: the rest is taken only for the same line.
+    line: u128,
+    /// The record without its text.
+    record: Record,
+    /// The bytes of its text fields.
+    text_bytes: u64,
 }
 
 /// The memory the boilerplate pass may hold in sampled pages' analyses for the main pass
@@ -1037,7 +1144,11 @@ fn learn_boilerplate(
 const ANALYSES_IN_FLIGHT: usize = 2;
 
 /// A sampled page's host, distinct shingles and, when kept, analysis for the main pass.
-type SampledPage = (String, Arc<[u64]>, Option<(u64, FirstPass)>);
+type SampledPage = (
+    String,
+    Arc<[u64]>,
+    Option<(u64, FirstPass, Option<Carried>)>,
+);
 
 /// The distinct shingles of the pages the boilerplate pass has analysed and kept for the main
 /// pass, by [`text_hash`](neardup::pipeline::text_hash): a page that repeats one of them
@@ -1081,9 +1192,13 @@ fn analyse_sampled(
     sampled
         .into_par_iter()
         .map(|(seq, item, host)| {
-            let record = item.parse(input_args).ok()?;
+            let line = match &item {
+                input::Item::Line { bytes, .. } => Some(line_hash(bytes)),
+                input::Item::Done(_) => None,
+            };
+            let mut parsed = item.parse(input_args).ok()?;
             let record = Record {
-                fields: weighted(record.fields, input_args),
+                fields: weighted(std::mem::take(&mut parsed.fields), input_args),
                 ..Record::new(String::new(), String::new())
             };
             let text = neardup::pipeline::text_hash(&record);
@@ -1093,7 +1208,20 @@ fn analyse_sampled(
             if keep {
                 if let Some(first) = analyzer.first_pass(&record) {
                     texts.insert(text, first.shingles());
-                    return Some((host, first.shingles().clone(), Some((seq, first))));
+                    // The rest of the record too, unless kept.jsonl needs its object
+                    // rewritten (which the main pass does) or it is rejected there.
+                    let carried = match line {
+                        Some(line) if !parsed.reserved_keys => {
+                            without_text(parsed, input_args).ok().map(|rest| Carried {
+                                line,
+                                record: rest,
+                                text_bytes: text_bytes(&record.fields),
+                            })
+                        }
+                        _ => None,
+                    };
+                    let shingles = first.shingles().clone();
+                    return Some((host, shingles, Some((seq, first, carried))));
                 }
             }
             let fields: Vec<&str> = record.fields.iter().map(|f| f.text.as_str()).collect();
@@ -1121,8 +1249,8 @@ fn learn(
     };
     let mut sets = Vec::with_capacity(pages.len());
     for (host, set, first) in pages {
-        if let Some((seq, first)) = first {
-            first_passes.push(seq, first);
+        if let Some((seq, first, carried)) = first {
+            first_passes.push(seq, first, carried);
         }
         sets.push((host, set));
     }
