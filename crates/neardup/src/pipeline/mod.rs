@@ -655,7 +655,8 @@ pub struct RecordView {
     pub url: Option<String>,
     /// Its retention class.
     pub retention_class: Option<String>,
-    /// Whether the Hamming index holds it (not too short, not evicted by a window).
+    /// Whether the Hamming index holds it (not too short, not evicted by a window, not an
+    /// exact copy of a record it holds).
     pub indexed: bool,
 }
 
@@ -802,12 +803,15 @@ impl DeduperBuilder {
         let (mut words, mut chars) = (Vec::new(), Vec::new());
         for r in stored {
             d.next_handle = d.next_handle.max(r.handle + 1);
+            d.remember(&r);
+            if !d.indexes(r.handle, r.content_hash) {
+                continue;
+            }
             match r.features {
                 Features::Words => words.push((r.handle, r.fingerprint as u64)),
                 Features::Chars => chars.push((r.handle, r.fingerprint as u64)),
                 Features::ExactOnly => {}
             }
-            d.remember(&r);
         }
         if chars.len() > 1024 {
             d.short_planned_for = chars.len() as u64 * 2;
@@ -909,6 +913,57 @@ impl<S: Store> Deduper<S> {
     /// The store.
     pub fn store(&self) -> &S {
         &self.store
+    }
+
+    /// Whether the stored record `h` of content hash `content` is the one its text is
+    /// indexed under: the record the exact tier finds for that text (the first stored).
+    /// Its exact copies stay out of the Hamming index: they are in its cluster, with its
+    /// fingerprint and set (analysed under the same boilerplate), so a record near them is
+    /// near it, and they only crowded its buckets and every candidate list it was on (a
+    /// quarter of the 1 GB bench corpus's records are exact copies).
+    fn indexes(&self, h: u64, content: u128) -> bool {
+        self.by_content.get(&content) == Some(&h)
+    }
+
+    /// Puts the stored record `h` in the Hamming index of its features (if any); answers
+    /// which.
+    fn index_record(&mut self, h: u64) -> Result<Option<IndexKind>> {
+        let m = &self.meta[&h];
+        let fingerprint = m.fingerprint as u64;
+        Ok(match m.features {
+            Features::Words => {
+                self.index.insert(h, fingerprint)?;
+                Some(IndexKind::Words)
+            }
+            Features::Chars => {
+                self.short_index.insert(h, fingerprint)?;
+                Some(IndexKind::Chars)
+            }
+            Features::ExactOnly => None,
+        })
+    }
+
+    /// Whether a sliding window has taken the stored record `h` out of the index and the
+    /// exact tier (see [`evict_from_index_before`](Self::evict_from_index_before)).
+    fn evicted(&self, h: u64) -> bool {
+        self.window_queue
+            .as_ref()
+            .is_some_and(|q| !q.contains(&(self.meta[&h].first_seen, h)))
+    }
+
+    /// After the record of content hash `content` that the exact tier found for that text
+    /// left it (erased or evicted), hands the text to another record of it among `members`
+    /// not evicted, and indexes that one.
+    fn hand_over_text(&mut self, content: u128, members: &[u64]) -> Result<()> {
+        let other = members
+            .iter()
+            .copied()
+            .find(|m| self.meta[m].content_hash == content && !self.evicted(*m));
+        if let Some(other) = other {
+            self.by_content.insert(content, other);
+            self.index_record(other)?;
+        }
+        Ok(())
     }
 
     fn remember(&mut self, r: &StoredRecord) {
@@ -1055,14 +1110,12 @@ impl<S: Store> Deduper<S> {
             }
             self.next_handle = self.next_handle.max(r.handle + 1);
             self.remember(r);
-            match r.features {
-                Features::Words => self.index.insert(r.handle, r.fingerprint as u64)?,
-                Features::Chars => self.short_index.insert(r.handle, r.fingerprint as u64)?,
-                Features::ExactOnly => {}
+            if self.indexes(r.handle, r.content_hash) {
+                self.index_record(r.handle)?;
             }
         }
         for &h in &batch.erase {
-            self.forget(h, &mut Batch::default());
+            self.forget(h, &mut Batch::default())?;
         }
         for &(h, survivor) in &batch.survivor_updates {
             self.set_survivor(h, survivor);
@@ -1724,7 +1777,30 @@ impl<S: Store> Deduper<S> {
             }
         }
         if prepared.tokens >= self.rule.min_words || prepared.features == Features::Chars {
-            let (ok, _) = self.verify_candidates(&prepared)?;
+            let mut hits = self.index_hits(&prepared)?;
+            // Exact copies are not indexed (see `indexes`): each hit's are candidates too.
+            let copies: Vec<Match> = hits
+                .iter()
+                .flat_map(|m| {
+                    let meta = &self.meta[&m.id];
+                    self.members
+                        .get(&meta.survivor)
+                        .into_iter()
+                        .flatten()
+                        .filter(move |&&c| {
+                            c != m.id
+                                && self.meta[&c].content_hash == meta.content_hash
+                                && !self.evicted(c)
+                        })
+                        .map(|&c| Match {
+                            distance: (self.meta[&c].fingerprint ^ prepared.fingerprint)
+                                .count_ones(),
+                            id: c,
+                        })
+                })
+                .collect();
+            hits.extend(copies);
+            let (ok, _) = self.verify_hits(&prepared, &hits, &[])?;
             out.extend(ok.into_iter().filter(|(h, _)| seen.insert(*h)));
         }
         Ok(out
@@ -2391,16 +2467,10 @@ impl<S: Store> Deduper<S> {
                 }
             }
         }
-        let kind = match features {
-            Features::Words => {
-                self.index.insert(handle, p.fingerprint as u64)?;
-                Some(IndexKind::Words)
-            }
-            Features::Chars => {
-                self.short_index.insert(handle, p.fingerprint as u64)?;
-                Some(IndexKind::Chars)
-            }
-            Features::ExactOnly => None,
+        let kind = if self.indexes(handle, p.content_hash) {
+            self.index_record(handle)?
+        } else {
+            None
         };
         if let Some(kind) = kind {
             // Later records of the window find this one by a scan, not in their presearch.
@@ -2596,31 +2666,41 @@ impl<S: Store> Deduper<S> {
     /// Takes records first seen before `before` out of the Hamming index and the exact tier
     /// (a sliding window: newer records are compared only with recent ones); they stay in the
     /// store and in their clusters. Returns how many were taken out.
-    pub fn evict_from_index_before(&mut self, before: Timestamp) -> usize {
+    ///
+    /// # Errors
+    /// Index failures (none expected) when an evicted record's text is handed to a copy of
+    /// it still in the window.
+    pub fn evict_from_index_before(&mut self, before: Timestamp) -> Result<usize> {
         // Records by first-seen time, built on the first call and kept up to date by
         // `remember`, so each call takes only what fell out of the window since the last
         // one instead of scanning every record.
-        let meta = &self.meta;
-        let queue = self
-            .window_queue
-            .get_or_insert_with(|| meta.iter().map(|(&h, m)| (m.first_seen, h)).collect());
+        if self.window_queue.is_none() {
+            let queue = self.meta.iter().map(|(&h, m)| (m.first_seen, h)).collect();
+            self.window_queue = Some(queue);
+        }
         let mut n = 0;
-        while let Some(&(first_seen, h)) = queue.first() {
-            if first_seen >= before {
-                break;
+        while let Some(queue) = self.window_queue.as_mut() {
+            match queue.first() {
+                Some(&(first_seen, _)) if first_seen < before => {}
+                _ => break,
             }
-            queue.pop_first();
+            let (_, h) = queue.pop_first().expect("not empty");
             let Some(m) = self.meta.get(&h) else {
                 continue; // erased or expired since
             };
+            let (content, survivor) = (m.content_hash, m.survivor);
             let mut hit = self.index.remove(h).is_some() || self.short_index.remove(h).is_some();
-            if self.by_content.get(&m.content_hash) == Some(&h) {
-                self.by_content.remove(&m.content_hash);
+            if self.by_content.get(&content) == Some(&h) {
+                self.by_content.remove(&content);
                 hit = true;
+                // Its exact copies were out of the index with it: one still in the window
+                // takes the text.
+                let members = self.members.get(&survivor).cloned().unwrap_or_default();
+                self.hand_over_text(content, &members)?;
             }
             n += usize::from(hit);
         }
-        n
+        Ok(n)
     }
 
     /// The number of stored records.
@@ -2667,7 +2747,7 @@ impl<S: Store> Deduper<S> {
                 let Some(&h) = d.by_id.get(*id) else {
                     continue;
                 };
-                d.forget(h, batch);
+                d.forget(h, batch)?;
                 erased.push((*id).to_owned());
             }
             Ok(erased)
@@ -2690,10 +2770,12 @@ impl<S: Store> Deduper<S> {
         self.erase(&refs)
     }
 
-    fn forget(&mut self, h: u64, batch: &mut Batch) {
-        let Some(meta) = self.meta.remove(&h) else {
-            return;
-        };
+    fn forget(&mut self, h: u64, batch: &mut Batch) -> Result<()> {
+        if !self.meta.contains_key(&h) {
+            return Ok(());
+        }
+        let evicted = self.evicted(h);
+        let meta = self.meta.remove(&h).expect("just found");
         // Nothing of an erased text stays, its hash included (the map is only a shortcut).
         self.by_text.clear();
         self.by_id.remove(&meta.id);
@@ -2713,12 +2795,10 @@ impl<S: Store> Deduper<S> {
         self.radius.remove(&h);
         if self.by_content.get(&meta.content_hash) == Some(&h) {
             self.by_content.remove(&meta.content_hash);
-            // Exact duplicates always share a cluster: hand the entry to one of them.
-            if let Some(&other) = members
-                .iter()
-                .find(|m| self.meta[m].content_hash == meta.content_hash)
-            {
-                self.by_content.insert(meta.content_hash, other);
+            // Exact duplicates always share a cluster: hand the text to one of them (the
+            // window took them out with this one).
+            if !evicted {
+                self.hand_over_text(meta.content_hash, &members)?;
             }
         }
         if !members.is_empty() {
@@ -2742,6 +2822,7 @@ impl<S: Store> Deduper<S> {
             self.members.insert(survivor, members);
         }
         batch.erase.push(h);
+        Ok(())
     }
 
     /// Every cluster whose survivor is one of `ids` (or every cluster, for `None`), in

@@ -479,7 +479,11 @@ fn sliding_window_evicts_old_records_from_the_index_only() {
     )
     .unwrap();
     assert!(d.record("old").unwrap().indexed);
-    assert_eq!(d.evict_from_index_before(t("2026-11-30T00:05:00Z")), 1);
+    assert_eq!(
+        d.evict_from_index_before(t("2026-11-30T00:05:00Z"))
+            .unwrap(),
+        1
+    );
     assert!(!d.record("old").unwrap().indexed);
     // A copy arriving later is no longer compared with it, but the old record stays stored.
     let out = d
@@ -500,11 +504,23 @@ fn sliding_window_evicts_old_records_from_the_index_only() {
     let gone = Record::new("gone", doc(22, 200)).with_first_seen(t("2026-11-30T00:07:30Z"));
     d.process(&[mid, gone], t(NOW)).unwrap();
     d.erase(&["gone"]).unwrap();
-    assert_eq!(d.evict_from_index_before(t("2026-11-30T00:06:30Z")), 1); // "new"
+    assert_eq!(
+        d.evict_from_index_before(t("2026-11-30T00:06:30Z"))
+            .unwrap(),
+        1
+    ); // "new"
     assert!(d.record("mid").unwrap().indexed);
-    assert_eq!(d.evict_from_index_before(t("2026-11-30T00:08:00Z")), 1); // "mid"
+    assert_eq!(
+        d.evict_from_index_before(t("2026-11-30T00:08:00Z"))
+            .unwrap(),
+        1
+    ); // "mid"
     assert!(!d.record("mid").unwrap().indexed);
-    assert_eq!(d.evict_from_index_before(t("2026-11-30T00:08:00Z")), 0);
+    assert_eq!(
+        d.evict_from_index_before(t("2026-11-30T00:08:00Z"))
+            .unwrap(),
+        0
+    );
 }
 
 #[test]
@@ -1756,4 +1772,71 @@ fn a_fused_cluster_is_what_the_store_holds_after_reopening() {
             || log.contains(&("z-old".into(), "a-new".into(), "z-old".into())),
         "{log:?}"
     );
+}
+
+#[test]
+fn exact_copies_stay_out_of_the_index_until_their_text_is_handed_to_them() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let path = tmp.path().join("s.db");
+    let open = || {
+        Deduper::builder()
+            .open(SqliteStore::open(&path).unwrap())
+            .unwrap()
+    };
+    let a = doc(30, 200);
+    let at = |i: u32| t(&format!("2026-11-30T00:0{i}:00Z"));
+    let mut d = open();
+    let copies: Vec<Record> = (0..3)
+        .map(|i| Record::new(format!("a{i}"), a.clone()).with_first_seen(at(i)))
+        .collect();
+    d.process(&copies, t(NOW)).unwrap();
+    let indexed = |d: &Deduper<SqliteStore>| -> Vec<bool> {
+        (0..3)
+            .map(|i| d.record(&format!("a{i}")).is_some_and(|r| r.indexed))
+            .collect()
+    };
+    assert_eq!(indexed(&d), [true, false, false]);
+    // A query still lists every copy, near or exact, with the same scores.
+    let near: Vec<String> = d
+        .query(&Record::new("q", edit(&a, 2)))
+        .unwrap()
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    assert_eq!(near, ["a0", "a1", "a2"]);
+    assert_eq!(d.query(&Record::new("q", a.clone())).unwrap().len(), 3);
+    // Erased, the indexed one hands its text to a copy, which a near copy then finds.
+    d.erase(&["a0"]).unwrap();
+    assert_eq!(indexed(&d), [false, true, false]);
+    let out = d
+        .process(
+            &[Record::new("a-edit", edit(&a, 2)).with_first_seen(at(5))],
+            t(NOW),
+        )
+        .unwrap();
+    assert!(
+        matches!(&out[0].decision, Decision::Merged { matched, .. } if matched == "a1"),
+        "{:?}",
+        out[0].decision
+    );
+    // The store opened again indexes the same records.
+    drop(d);
+    let mut d = open();
+    assert_eq!(indexed(&d), [false, true, false]);
+    // A sliding window takes out the indexed copy: the one still in the window takes over.
+    d.evict_from_index_before(at(2)).unwrap();
+    assert_eq!(indexed(&d), [false, false, true]);
+    let out = d
+        .process(
+            &[Record::new("a3", a.clone()).with_first_seen(at(6))],
+            t(NOW),
+        )
+        .unwrap();
+    assert!(
+        matches!(&out[0].decision, Decision::Merged { matched, rule: MergeRule::Exact, .. } if matched == "a2"),
+        "{:?}",
+        out[0].decision
+    );
+    d.evict_from_index_before(at(9)).unwrap();
+    assert_eq!(indexed(&d), [false, false, false]);
 }

@@ -164,7 +164,7 @@ pub fn document() -> Value {
                         "first_seen": {"type": "string", "format": "date-time"},
                         "url": {"type": "string", "nullable": true},
                         "retention_class": {"type": "string", "nullable": true},
-                        "indexed": {"type": "boolean", "description": "In the Hamming index (false when too short or out of the window)."},
+                        "indexed": {"type": "boolean", "description": "In the Hamming index (false when too short, out of the window, or an exact copy of an indexed record)."},
                         "cluster_size": {"type": "integer"}
                     }
                 },

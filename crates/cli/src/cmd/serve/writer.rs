@@ -220,8 +220,12 @@ impl Writer {
         if !self.evict_now && self.evicted_at.is_some_and(|t| t.elapsed() < tick) {
             return;
         }
-        let n = self.deduper.write().evict_from_index_before(cutoff);
-        self.metrics.evicted(n as u64);
+        match self.deduper.write().evict_from_index_before(cutoff) {
+            Ok(n) => self.metrics.evicted(n as u64),
+            Err(e) => {
+                self.fail(&e);
+            }
+        }
         self.evicted_at = Some(Instant::now());
         self.evict_now = false;
     }
