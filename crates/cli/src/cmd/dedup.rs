@@ -1192,9 +1192,10 @@ fn analyse_sampled(
     sampled
         .into_par_iter()
         .map(|(seq, item, host)| {
+            // Hashed only where the record may be carried to the main pass.
             let line = match &item {
-                input::Item::Line { bytes, .. } => Some(line_hash(bytes)),
-                input::Item::Done(_) => None,
+                input::Item::Line { bytes, .. } if keep => Some(line_hash(bytes)),
+                _ => None,
             };
             let mut parsed = item.parse(input_args).ok()?;
             let record = Record {

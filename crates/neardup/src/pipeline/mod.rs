@@ -955,15 +955,25 @@ impl<S: Store> Deduper<S> {
     /// left it (erased or evicted), hands the text to another record of it among `members`
     /// not evicted, and indexes that one.
     fn hand_over_text(&mut self, content: u128, members: &[u64]) -> Result<()> {
-        let other = members
-            .iter()
-            .copied()
-            .find(|m| self.meta[m].content_hash == content && !self.evicted(*m));
+        let other = self.copies_among(content, members).next();
         if let Some(other) = other {
             self.by_content.insert(content, other);
             self.index_record(other)?;
         }
         Ok(())
+    }
+
+    /// The records of content hash `content` among `members` (a cluster's, which holds
+    /// every record of a text) that no sliding window has taken out.
+    fn copies_among<'a>(
+        &'a self,
+        content: u128,
+        members: &'a [u64],
+    ) -> impl Iterator<Item = u64> + 'a {
+        members
+            .iter()
+            .copied()
+            .filter(move |&m| self.meta[&m].content_hash == content && !self.evicted(m))
     }
 
     fn remember(&mut self, r: &StoredRecord) {
@@ -1783,16 +1793,13 @@ impl<S: Store> Deduper<S> {
                 .iter()
                 .flat_map(|m| {
                     let meta = &self.meta[&m.id];
-                    self.members
+                    let members = self
+                        .members
                         .get(&meta.survivor)
-                        .into_iter()
-                        .flatten()
-                        .filter(move |&&c| {
-                            c != m.id
-                                && self.meta[&c].content_hash == meta.content_hash
-                                && !self.evicted(c)
-                        })
-                        .map(|&c| Match {
+                        .map_or(&[][..], Vec::as_slice);
+                    self.copies_among(meta.content_hash, members)
+                        .filter(move |&c| c != m.id)
+                        .map(|c| Match {
                             distance: (self.meta[&c].fingerprint ^ prepared.fingerprint)
                                 .count_ones(),
                             id: c,
