@@ -133,7 +133,7 @@ fn analyse(
                         file: file.to_string(),
                         line: Some(line),
                     };
-                    let object = SpoolObject::AsRead(bytes.clone().trimmed());
+                    let object = SpoolObject::new(bytes.clone(), carried.kept_members);
                     let item = input::Item::Line { file, line, bytes };
                     (
                         Ok((carried.record, Some(object), origin.to_string())),
@@ -297,11 +297,23 @@ fn redo_after_conflict(
 /// the keys kept.jsonl adds (for kept.jsonl) and where it came from.
 type Pending = (Record, Option<SpoolObject>, String);
 
-/// A record's JSON object for kept.jsonl: its line as read, or rewritten without the keys
-/// kept.jsonl sets.
+/// A record's JSON object for kept.jsonl: its line as read, or the line's members but those
+/// whose keys kept.jsonl sets.
 enum SpoolObject {
     AsRead(input::LineBytes),
-    Rewritten(String),
+    Members(input::LineBytes, Vec<std::ops::Range<usize>>),
+}
+
+impl SpoolObject {
+    /// The object (valid, as read) for kept.jsonl: kept as read, only trimmed, unless it has
+    /// members kept.jsonl sets (see [`input::Record::kept_members`]); then only its other
+    /// members.
+    fn new(object: input::LineBytes, kept_members: Option<Vec<std::ops::Range<usize>>>) -> Self {
+        match kept_members {
+            None => SpoolObject::AsRead(object.trimmed()),
+            Some(kept) => SpoolObject::Members(object, kept),
+        }
+    }
 }
 
 /// Counts for the report.
@@ -663,18 +675,12 @@ fn progress_bar(show: bool, what: &str) -> ProgressBar {
 /// Turns an input record into a library record, keeping its JSON object and origin.
 fn convert(mut r: input::Record, args: &InputArgs) -> Result<Pending, Reject> {
     let fields = weighted(std::mem::take(&mut r.fields), args);
-    let (object, reserved, origin) = (r.object.take(), r.reserved_keys, r.origin.clone());
+    let (object, kept_members, origin) = (r.object.take(), r.kept_members.take(), r.origin.clone());
     let record = Record {
         fields,
         ..without_text(r, args)?
     };
-    let object = object
-        .map(|o| without_kept_keys(o, reserved))
-        .transpose()
-        .map_err(|reason| Reject {
-            origin: origin.clone(),
-            reason,
-        })?;
+    let object = object.map(|o| SpoolObject::new(o, kept_members));
     Ok((record, object, origin.to_string()))
 }
 
@@ -707,23 +713,6 @@ fn weighted(fields: Vec<(String, String)>, args: &InputArgs) -> Vec<TextField> {
             text,
         })
         .collect()
-}
-
-/// A record's JSON object (valid, as read) without the keys kept.jsonl sets. Objects without
-/// any of them at the top level (`reserved`, found while the line was parsed; the common
-/// case) are kept as read, only trimmed.
-fn without_kept_keys(object: input::LineBytes, reserved: bool) -> Result<SpoolObject, String> {
-    if !reserved {
-        return Ok(SpoolObject::AsRead(object.trimmed()));
-    }
-    let mut o: serde_json::Map<String, Value> =
-        serde_json::from_slice(&object).map_err(|e| format!("malformed JSON: {e}"))?;
-    for k in input::RESERVED_KEYS {
-        o.remove(k);
-    }
-    serde_json::to_string(&o)
-        .map(SpoolObject::Rewritten)
-        .map_err(|e| format!("cannot write the record back: {e}"))
 }
 
 /// A reader thread streaming the input in chunks of `size` raw items through a channel
@@ -762,8 +751,42 @@ fn spawn_reader<'scope>(
 struct KeptLine {
     id: String,
     source: Source,
-    body: std::ops::Range<usize>,
+    body: Body,
     tail: Vec<u8>,
+}
+
+/// What a kept line's object is, in its source.
+enum Body {
+    /// The object up to its closing brace.
+    Whole(std::ops::Range<usize>),
+    /// An opening brace, then these members.
+    Members(Vec<std::ops::Range<usize>>),
+}
+
+impl Body {
+    fn write(&self, source: &[u8], out: &mut impl Write) -> std::io::Result<()> {
+        match self {
+            Body::Whole(range) => out.write_all(&source[range.clone()]),
+            Body::Members(members) => {
+                out.write_all(b"{")?;
+                for (i, member) in members.iter().enumerate() {
+                    if i > 0 {
+                        out.write_all(b",")?;
+                    }
+                    out.write_all(&source[member.clone()])?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Where in its source it ends.
+    fn end(&self) -> usize {
+        match self {
+            Body::Whole(range) => range.end,
+            Body::Members(members) => members.iter().map(|m| m.end).max().unwrap_or(0),
+        }
+    }
 }
 
 /// Where a kept line's object is: in the spool line, or in a mapped input file.
@@ -793,6 +816,31 @@ impl SpoolMaps {
             self.released.push(0);
             self.maps.len() - 1
         })
+    }
+
+    /// The map and the members `map[start..end]`, ... named by a spooled
+    /// `&map:start:end:start:end...`.
+    fn resolve_members(
+        &self,
+        reference: &str,
+    ) -> anyhow::Result<(usize, Vec<std::ops::Range<usize>>)> {
+        let bad = || anyhow::anyhow!("a bad object reference {reference:?}");
+        let numbers = reference
+            .split(':')
+            .map(str::parse::<usize>)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|_| bad())?;
+        let (&map, offsets) = numbers.split_first().ok_or_else(bad)?;
+        let len = self.maps.get(map).ok_or_else(bad)?.len();
+        if offsets.len() % 2 != 0 {
+            return Err(bad());
+        }
+        let members: Vec<std::ops::Range<usize>> =
+            offsets.chunks_exact(2).map(|p| p[0]..p[1]).collect();
+        if members.iter().any(|m| m.start > m.end || m.end > len) {
+            bail!("an object reference out of range {reference:?}");
+        }
+        Ok((map, members))
     }
 
     /// The map, start and bytes `map[start..end]` named by a spooled `@map:start:end`.
@@ -843,7 +891,14 @@ fn render_kept(
             "{{\"id\":{},\"source\":{origin},",
             serde_json::to_string(&id)?
         )?;
-        (Source::Spool, 0..0)
+        (Source::Spool, Body::Whole(0..0))
+    } else if let Some(reference) = object.strip_prefix('&') {
+        // The members of an object kept.jsonl sets some keys of, then ours.
+        let (map, members) = maps.resolve_members(reference)?;
+        if !members.is_empty() {
+            tail.push(b',');
+        }
+        (Source::Mapped(map), Body::Members(members))
     } else {
         // The object as read (its own copies of the added keys were removed before it was
         // spooled): up to its closing brace, then ours.
@@ -861,7 +916,7 @@ fn render_kept(
         if !body.ends_with(b"{") {
             tail.push(b',');
         }
-        (source, start..start + body.len())
+        (source, Body::Whole(start..start + body.len()))
     };
     write!(
         tail,
@@ -912,10 +967,10 @@ fn write_kept_chunk(
         let Some(k) = k else { continue };
         if written.insert(k.id) {
             match k.source {
-                Source::Spool => out.write_all(&line[k.body])?,
+                Source::Spool => k.body.write(line, out)?,
                 Source::Mapped(map) => {
-                    read_upto[map] = read_upto[map].max(k.body.end);
-                    out.write_all(&maps.maps[map][k.body])?;
+                    read_upto[map] = read_upto[map].max(k.body.end());
+                    k.body.write(&maps.maps[map], out)?;
                 }
             }
             out.write_all(&k.tail)?;
@@ -1044,6 +1099,8 @@ struct Carried {
     line: u128,
     /// The record without its text.
     record: Record,
+    /// Its object's members kept.jsonl keeps ([`input::Record::kept_members`]).
+    kept_members: Option<Vec<std::ops::Range<usize>>>,
     /// The bytes of its text fields.
     text_bytes: u64,
 }
@@ -1209,18 +1266,16 @@ fn analyse_sampled(
             if keep {
                 if let Some(first) = analyzer.first_pass(&record) {
                     texts.insert(text, first.shingles());
-                    // The rest of the record too, unless kept.jsonl needs its object
-                    // rewritten (which the main pass does) or it is rejected there.
-                    let carried = match line {
-                        Some(line) if !parsed.reserved_keys => {
-                            without_text(parsed, input_args).ok().map(|rest| Carried {
-                                line,
-                                record: rest,
-                                text_bytes: text_bytes(&record.fields),
-                            })
-                        }
-                        _ => None,
-                    };
+                    // The rest of the record too, unless it is rejected there.
+                    let carried = line.and_then(|line| {
+                        let kept_members = parsed.kept_members.take();
+                        without_text(parsed, input_args).ok().map(|rest| Carried {
+                            line,
+                            record: rest,
+                            kept_members,
+                            text_bytes: text_bytes(&record.fields),
+                        })
+                    });
                     let shingles = first.shingles().clone();
                     return Some((host, shingles, Some((seq, first, carried))));
                 }
@@ -1364,7 +1419,17 @@ impl RunState {
                 )?,
                 None => w.write_all(line)?,
             },
-            Some(SpoolObject::Rewritten(s)) => w.write_all(s.as_bytes())?,
+            Some(SpoolObject::Members(line, kept)) => match line.mapped() {
+                // References to the members kept, as to a whole object.
+                Some((map, range)) => {
+                    write!(w, "&{}", self.maps.index_of(map))?;
+                    for member in kept {
+                        let (start, end) = (range.start + member.start, range.start + member.end);
+                        write!(w, ":{start}:{end}")?;
+                    }
+                }
+                None => w.write_all(&input::object_with(line, kept))?,
+            },
             None => w.write_all(b"null")?,
         }
         w.write_all(b"\n")?;
