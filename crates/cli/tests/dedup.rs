@@ -271,6 +271,16 @@ fn directories_of_html_and_text_compressed_input_query_and_erase() {
     let r = report(&dir.path().join("out"));
     assert_eq!(r["input_records"], 3);
     assert_eq!(r["merged"], 1);
+    // Throughput of text, and of the input's bytes (markup and all: the pages' bytes are
+    // more than their text's).
+    let files: u64 = ["news/a.html", "news/b.html", "c.txt", "ignored.pdf"]
+        .iter()
+        .map(|f| std::fs::metadata(site.join(f)).unwrap().len())
+        .sum();
+    assert_eq!(r["input_bytes"], files);
+    let text = r["text_bytes"].as_u64().unwrap();
+    assert!(text > 1000 && text < files, "{text} of {files}");
+    assert!(r["input_mb_per_s"].as_f64().unwrap() >= r["throughput_mb_per_s"].as_f64().unwrap());
     let merges = lines(&dir.path().join("out/merges.jsonl"));
     assert_eq!(merges[0]["kept"], "news/a.html");
     assert_eq!(merges[0]["merged"], "news/b.html");

@@ -104,6 +104,30 @@ pub fn man_pages(lang: &str, max_pages: usize) -> Vec<String> {
     docs
 }
 
+/// The HTML pages of `/usr/share/doc` (package manuals: generated and hand-written), up to
+/// `max_bytes` in all.
+pub fn html(max_bytes: usize) -> Vec<String> {
+    let mut files = Vec::new();
+    walk(Path::new("/usr/share/doc"), &mut files);
+    let mut docs = Vec::new();
+    let mut total = 0;
+    for f in &files {
+        let name = f.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if !(name.ends_with(".html") || name.ends_with(".htm")) {
+            continue;
+        }
+        let Ok(page) = std::fs::read_to_string(f) else {
+            continue;
+        };
+        total += page.len();
+        docs.push(page);
+        if total >= max_bytes {
+            break;
+        }
+    }
+    docs
+}
+
 /// Total bytes of a corpus.
 pub fn bytes(docs: &[String]) -> u64 {
     docs.iter().map(|d| d.len() as u64).sum()

@@ -1,4 +1,5 @@
-//! Fingerprint throughput on real text, one thread: MB/s per profile and script.
+//! Fingerprint throughput on real text, one thread: MB/s per profile and script; and how
+//! fast HTML pages are reduced to their text.
 
 mod corpus;
 
@@ -44,5 +45,27 @@ fn bench(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench);
+fn html(c: &mut Criterion) {
+    let pages = corpus::html(16 << 20);
+    if pages.is_empty() {
+        return;
+    }
+    let mut group = c.benchmark_group("html_to_text");
+    group.sample_size(10);
+    group.throughput(Throughput::Bytes(corpus::bytes(&pages)));
+    group.bench_function("usr-share-doc", |b| {
+        b.iter(|| {
+            let text: usize = pages
+                .iter()
+                .map(|p| neardup::text::html_to_text(p).len())
+                .sum();
+            // Manuals are mostly text: a twentieth of their bytes at the least.
+            assert!(text as u64 * 20 > corpus::bytes(&pages), "{text}");
+            text
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench, html);
 criterion_main!(benches);

@@ -593,7 +593,12 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
             "dedup": round((deduped_at - learned_at).as_secs_f64(), 3),
             "total": round(elapsed, 3),
         },
+        "text_bytes": c.text_bytes,
         "throughput_mb_per_s": round(c.text_bytes as f64 / 1e6 / elapsed.max(1e-9), 2),
+        // The input files' bytes as stored (compressed where they are; markup included):
+        // HTML pages hold several times their text.
+        "input_bytes": total_bytes,
+        "input_mb_per_s": total_bytes.map(|b| round(b as f64 / 1e6 / elapsed.max(1e-9), 2)),
     });
     state.out.finish(&report)?;
     if !args.quiet {
