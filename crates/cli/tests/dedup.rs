@@ -374,9 +374,13 @@ fn kept_lines_are_the_input_objects_with_the_cluster_keys_set_once() {
     let b = format!("{a} Updated.");
     // Key order, escapes, unicode, nested values and spacing as written; an input copy of a
     // key kept.jsonl sets is replaced, never duplicated.
+    let first = format!(
+        "{{\"id\":\"a\",\"cluster_size\":99,\"url\":\"https://x.example/a\",\"body_text\":{}}}",
+        serde_json::to_string(&a).unwrap()
+    );
     let input = format!(
         "{}\n{}\n{{ \"id\" : \"c\", \"body_text\" : {}, \"meta\": {{\"n\": [1, 2.5e3, null]}}, \"note\": \"caf\\u00e9 \\\"q\\\"\" }}\n",
-        serde_json::json!({"id": "a", "url": "https://x.example/a", "body_text": a, "cluster_size": 99}),
+        first,
         serde_json::json!({"id": "b", "url": "https://y.example/b", "body_text": b, "source_urls": ["stale"]}),
         serde_json::to_string(&prose(2)).unwrap(),
     );
@@ -399,6 +403,13 @@ fn kept_lines_are_the_input_objects_with_the_cluster_keys_set_once() {
     assert_eq!(
         first["source_urls"],
         serde_json::json!(["https://x.example/a", "https://y.example/b"])
+    );
+    // The first record's own cluster_size is left out, its other members kept as written,
+    // in their order.
+    assert!(
+        kept[0].starts_with("{\"id\":\"a\",\"url\":\"https://x.example/a\",\"body_text\":"),
+        "{}",
+        kept[0]
     );
     // The third record is written as read, with the added keys after its own.
     assert!(

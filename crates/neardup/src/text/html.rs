@@ -557,6 +557,10 @@ mod tests {
         assert_eq!(html_to_text("<div>a</div><div>b</div>"), "a\nb");
         assert_eq!(html_to_text("a<br>b<hr>c"), "a\nb\nc");
         assert_eq!(html_to_text("<p>中文<p>日本語"), "中文\n日本語");
+        assert_eq!(
+            html_to_text("<NAV>menu</Nav><P>Text<BR/>more"),
+            "Text\nmore"
+        );
     }
 
     #[test]
