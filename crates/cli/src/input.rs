@@ -326,6 +326,23 @@ fn read_document(
             reason: format!("cannot read: {e}"),
         })));
     }
+    // Decoded (and HTML reduced to text) where the item is parsed, in parallel: here, on
+    // the reader's thread, a directory of pages was read one page at a time.
+    f(Item::Document {
+        origin,
+        id,
+        html,
+        bytes,
+    })
+}
+
+/// The record of a whole document read from a directory.
+fn document_record(
+    origin: Origin,
+    id: String,
+    html: bool,
+    bytes: Vec<u8>,
+) -> Result<Record, Reject> {
     match String::from_utf8(bytes) {
         Ok(text) => {
             let (field, text) = if html {
@@ -333,7 +350,7 @@ fn read_document(
             } else {
                 ("text", text)
             };
-            f(Item::Done(Ok(Record {
+            Ok(Record {
                 origin,
                 id,
                 fields: vec![(field.to_owned(), text)],
@@ -343,12 +360,12 @@ fn read_document(
                 retention_class: None,
                 object: None,
                 kept_members: None,
-            })))
+            })
         }
-        Err(e) => f(Item::Done(Err(Reject {
+        Err(e) => Err(Reject {
             origin,
             reason: invalid_utf8(e.utf8_error().valid_up_to()),
-        }))),
+        }),
     }
 }
 
@@ -557,6 +574,7 @@ pub fn for_each_line(
         Item::Line { bytes, .. } => f(bytes),
         Item::Done(Err(reject)) => anyhow::bail!("{reject}"),
         Item::Done(Ok(record)) => anyhow::bail!("{}: not a line", record.origin),
+        Item::Document { origin, .. } => anyhow::bail!("{origin}: not a line"),
     };
     match map_plain_file(path) {
         Some(map) => emit_mapped_lines(map, &name, BLOCK_BYTES, &mut f),
@@ -659,15 +677,39 @@ pub enum Item {
         /// Its bytes, without the line end.
         bytes: LineBytes,
     },
+    /// A whole document of a directory (a `.txt` or `.html` file), read but not decoded.
+    Document {
+        origin: Origin,
+        /// Its path below the directory.
+        id: String,
+        /// Whether it is HTML, reduced to its text when parsed.
+        html: bool,
+        bytes: Vec<u8>,
+    },
     /// A finished record or reject.
     Done(Result<Record, Reject>),
 }
 
 impl Item {
+    /// The bytes of input it holds.
+    pub fn len(&self) -> usize {
+        match self {
+            Item::Line { bytes, .. } => bytes.len(),
+            Item::Document { bytes, .. } => bytes.len(),
+            Item::Done(_) => 0,
+        }
+    }
+
     /// The record or reject this item stands for.
     pub fn parse(self, args: &InputArgs) -> Result<Record, Reject> {
         match self {
             Item::Done(r) => r,
+            Item::Document {
+                origin,
+                id,
+                html,
+                bytes,
+            } => document_record(origin, id, html, bytes),
             Item::Line { file, line, bytes } => {
                 let origin = Origin {
                     file: file.to_string(),
@@ -1804,7 +1846,9 @@ mod tests {
                     (Some(line), String::from_utf8(bytes.to_vec()).unwrap())
                 }
                 Item::Done(Err(r)) => (r.origin.line, r.reason),
-                Item::Done(Ok(_)) => unreachable!("lines are handed on unparsed"),
+                Item::Done(Ok(_)) | Item::Document { .. } => {
+                    unreachable!("lines are handed on unparsed")
+                }
             });
             Ok(())
         })

@@ -61,7 +61,8 @@ pub struct DedupArgs {
     /// store); saves about a tenth of the CPU time on 1.5 KB records, less on longer ones.
     #[arg(long)]
     pub no_language: bool,
-    /// Records per committed batch.
+    /// Records per committed batch (fewer where they are large: a batch's input is at most
+    /// 64 MiB).
     #[arg(long, value_name = "N", default_value_t = 4096)]
     pub batch_size: usize,
 }
@@ -722,6 +723,10 @@ fn weighted(fields: Vec<(String, String)>, args: &InputArgs) -> Vec<TextField> {
 
 /// A reader thread streaming the input in chunks of `size` raw items through a channel
 /// that holds two chunks; it stops early when the receiver is dropped.
+/// The most input a chunk holds (fewer records than asked for where they are large: a
+/// directory's HTML pages are read whole before they are parsed).
+const CHUNK_BYTES: usize = 64 << 20;
+
 fn spawn_reader<'scope>(
     scope: &'scope std::thread::Scope<'scope, '_>,
     input_args: &'scope InputArgs,
@@ -733,9 +738,12 @@ fn spawn_reader<'scope>(
     let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<input::Item>>(2);
     let reader = scope.spawn(move || -> anyhow::Result<()> {
         let mut chunk = Vec::with_capacity(size);
+        let mut bytes = 0;
         input::for_each_item(input_args, |item| {
+            bytes += item.len();
             chunk.push(item);
-            if chunk.len() >= size {
+            if chunk.len() >= size || bytes >= CHUNK_BYTES {
+                bytes = 0;
                 let full = std::mem::replace(&mut chunk, Vec::with_capacity(size));
                 if tx.send(full).is_err() {
                     bail!("reading stopped: the consumer gave up");
@@ -1011,13 +1019,6 @@ struct Deferred {
 const DEFERRED_BYTES: usize = 256 << 20;
 
 impl Deferred {
-    fn size(item: &input::Item) -> usize {
-        match item {
-            input::Item::Line { bytes, .. } => bytes.len(),
-            input::Item::Done(_) => 0,
-        }
-    }
-
     fn defer(&mut self, host: String, seq: u64, item: input::Item) {
         // The line on its own (a copy, or for a mapped file its range): the line itself would
         // keep its whole input block in memory.
@@ -1029,7 +1030,7 @@ impl Deferred {
             },
             done => done,
         };
-        self.bytes += Self::size(&item);
+        self.bytes += item.len();
         self.by_host.entry(host).or_default().push((seq, item));
     }
 
@@ -1037,7 +1038,7 @@ impl Deferred {
     fn take(&mut self, host: &str, out: &mut Vec<(u64, input::Item, String)>) {
         if let Some(items) = self.by_host.remove(host) {
             for (seq, item) in items {
-                self.bytes -= Self::size(&item);
+                self.bytes -= item.len();
                 out.push((seq, item, host.to_owned()));
             }
         }
