@@ -533,6 +533,13 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// Each page's text is the one expected.
+    fn check(cases: &[(&str, &str)]) {
+        for (page, expected) in cases {
+            assert_eq!(html_to_text(page), *expected, "{page}");
+        }
+    }
+
     #[test]
     fn drops_template_and_prefers_main() {
         let html = r#"<!doctype html><html><body>
@@ -541,125 +548,94 @@ mod tests {
             <main><h2>Title</h2><p>First paragraph.</p><p>Second&nbsp;one &amp; more</p>
               <script>alert(1)</script><aside>Related</aside></main>
             <footer>Contact</footer></body></html>"#;
-        assert_eq!(
-            html_to_text(html),
-            "Title\nFirst paragraph.\nSecond one & more"
-        );
+        check(&[(html, "Title\nFirst paragraph.\nSecond one & more")]);
     }
 
     #[test]
     fn body_is_used_without_main_or_article_and_fragments_work() {
-        assert_eq!(
-            html_to_text("<p>Just <i>a</i> fragment</p>"),
-            "Just a fragment"
-        );
-        assert_eq!(html_to_text(""), "");
-        assert_eq!(html_to_text("<div>a</div><div>b</div>"), "a\nb");
-        assert_eq!(html_to_text("a<br>b<hr>c"), "a\nb\nc");
-        assert_eq!(html_to_text("<p>中文<p>日本語"), "中文\n日本語");
-        assert_eq!(
-            html_to_text("<NAV>menu</Nav><P>Text<BR/>more"),
-            "Text\nmore"
-        );
+        check(&[
+            ("<p>Just <i>a</i> fragment</p>", "Just a fragment"),
+            ("", ""),
+            ("<div>a</div><div>b</div>", "a\nb"),
+            ("a<br>b<hr>c", "a\nb\nc"),
+            ("<p>中文<p>日本語", "中文\n日本語"),
+            ("<NAV>menu</Nav><P>Text<BR/>more", "Text\nmore"),
+        ]);
     }
 
     #[test]
     fn the_head_and_its_title_are_dropped_however_the_page_is_written() {
-        let pages = [
-            "<html><head><title>T</title><meta charset=utf-8></head><body>Body</body></html>",
-            // No end of head, no body tag.
-            "<html><head><title>T</title><p>Body</p>",
-            // No head tag at all.
-            "<title>T</title><link rel=x>Body",
-        ];
-        for page in pages {
-            assert_eq!(html_to_text(page), "Body", "{page}");
-        }
-        // Text in the head begins the body; a title in the body is text.
-        assert_eq!(
-            html_to_text("<head>Loose<title>T</title></head>"),
-            "Loose\nT"
-        );
-        assert_eq!(html_to_text("<body><title>T</title>x"), "T\nx");
+        check(&[
+            (
+                "<html><head><title>T</title><meta charset=utf-8></head><body>Body</body></html>",
+                "Body",
+            ),
+            // No end of head, no body tag; no head tag at all.
+            ("<html><head><title>T</title><p>Body</p>", "Body"),
+            ("<title>T</title><link rel=x>Body", "Body"),
+            // Text in the head begins the body; a title in the body is text.
+            ("<head>Loose<title>T</title></head>", "Loose\nT"),
+            ("<body><title>T</title>x", "T\nx"),
+        ]);
     }
 
     #[test]
     fn markup_inside_raw_text_and_comments_is_not_read_as_tags() {
-        assert_eq!(
-            html_to_text("<script>var s = '<nav>'; </div></script>kept"),
-            "kept"
-        );
-        assert_eq!(html_to_text("<style>p{x:1}</style>kept"), "kept");
-        assert_eq!(html_to_text("<!-- <nav> -->shown"), "shown");
-        assert_eq!(
-            html_to_text("<textarea><b>raw</b></textarea>x"),
-            "<b>raw</b>x"
-        );
-        // A `<script/>` is not closed by its slash (the tokenizer reads on as script).
-        assert_eq!(html_to_text("a<script/>var x;</script>b"), "ab");
+        check(&[
+            ("<script>var s = '<nav>'; </div></script>kept", "kept"),
+            ("<style>p{x:1}</style>kept", "kept"),
+            ("<!-- <nav> -->shown", "shown"),
+            ("<textarea><b>raw</b></textarea>x", "<b>raw</b>x"),
+            // A `<script/>` is not closed by its slash (the tokenizer reads on as script).
+            ("a<script/>var x;</script>b", "ab"),
+        ]);
     }
 
     #[test]
     fn character_references_are_decoded_and_white_space_folds() {
-        assert_eq!(
-            html_to_text("&amp; &lt;b&gt; &#x41;&#66; &copy;&nbsp;x\t\u{3000}y"),
-            "& <b> AB © x y"
-        );
-        assert_eq!(html_to_text("<p>\n  one\n\n two  </p>"), "one\ntwo");
+        check(&[
+            (
+                "&amp; &lt;b&gt; &#x41;&#66; &copy;&nbsp;x\t\u{3000}y",
+                "& <b> AB © x y",
+            ),
+            ("<p>\n  one\n\n two  </p>", "one\ntwo"),
+        ]);
     }
 
     #[test]
     fn a_dropped_element_left_open_ends_with_its_parent() {
-        assert_eq!(
-            html_to_text("<div><nav>menu<ul><li>a</div><p>content</p>"),
-            "content"
-        );
-        // A stray end tag changes nothing.
-        assert_eq!(html_to_text("a</nav>b</article>c</span>d"), "ab\ncd");
-        // An `<svg/>` is closed by its slash; an `<svg>` left open ends at an HTML element.
-        assert_eq!(html_to_text("<svg/>text"), "text");
-        assert_eq!(
-            html_to_text("<svg><path d='M0'/><text>label</text><p>text"),
-            "text"
-        );
+        check(&[
+            ("<div><nav>menu<ul><li>a</div><p>content</p>", "content"),
+            // A stray end tag changes nothing.
+            ("a</nav>b</article>c</span>d", "ab\ncd"),
+            // An `<svg/>` is closed by its slash; an `<svg>` left open ends at an HTML element.
+            ("<svg/>text", "text"),
+            ("<svg><path d='M0'/><text>label</text><p>text", "text"),
+        ]);
     }
 
     #[test]
     fn implied_ends_and_nested_forms_buttons_selects() {
-        assert_eq!(
-            html_to_text("<ul><li>one<li>two</ul>after"),
-            "one\ntwo\nafter"
-        );
-        assert_eq!(
-            html_to_text("<table><tr><td>a<td>b<tr><td>c</table>"),
-            "a\nb\nc"
-        );
-        assert_eq!(html_to_text("<button>b1<button>b2</button>after"), "after");
-        assert_eq!(html_to_text("<select><option>o<select>after"), "after");
-        assert_eq!(
-            html_to_text("<form>f<form>g</form>after</form>after2"),
-            "afterafter2"
-        );
+        check(&[
+            ("<ul><li>one<li>two</ul>after", "one\ntwo\nafter"),
+            ("<table><tr><td>a<td>b<tr><td>c</table>", "a\nb\nc"),
+            ("<button>b1<button>b2</button>after", "after"),
+            ("<select><option>o<select>after", "after"),
+            ("<form>f<form>g</form>after</form>after2", "afterafter2"),
+        ]);
     }
 
     #[test]
     fn the_first_main_then_the_first_article_is_the_text() {
-        assert_eq!(html_to_text("<main>m1</main><main>m2</main>x"), "m1");
-        assert_eq!(
-            html_to_text("<article>A<nav>n</nav>B</article><main><p>M</main>x"),
-            "M"
-        );
-        assert_eq!(
-            html_to_text("x<article><p>A1</article><article>A2</article>"),
-            "A1"
-        );
-        // A main in dropped markup is not the page's.
-        assert_eq!(
-            html_to_text("<nav><main>menu</main></nav>outside"),
-            "outside"
-        );
-        // One never closed runs to the end.
-        assert_eq!(html_to_text("x<main><p>a<p>b"), "a\nb");
+        check(&[
+            ("<main>m1</main><main>m2</main>x", "m1"),
+            ("<article>A<nav>n</nav>B</article><main><p>M</main>x", "M"),
+            ("x<article><p>A1</article><article>A2</article>", "A1"),
+            // A main in dropped markup is not the page's.
+            ("<nav><main>menu</main></nav>outside", "outside"),
+            // One never closed runs to the end.
+            ("x<main><p>a<p>b", "a\nb"),
+        ]);
     }
 
     #[test]
