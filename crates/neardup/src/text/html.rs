@@ -448,8 +448,11 @@ impl Extractor {
             self.body = true;
         }
         // The tokenizer reads a `&str`: what it gives back is UTF-8 (a character reference
-        // decodes to whole characters).
-        self.push(&String::from_utf8_lossy(value));
+        // decodes to whole characters), checked here by std's ASCII-fast validation.
+        match std::str::from_utf8(value) {
+            Ok(text) => self.push(text),
+            Err(_) => self.push(&String::from_utf8_lossy(value)),
+        }
     }
 
     /// Appends `s`, folding white space: a line break in `s` or between blocks separates
@@ -538,6 +541,27 @@ mod tests {
         for (page, expected) in cases {
             assert_eq!(html_to_text(page), *expected, "{page}");
         }
+    }
+
+    #[test]
+    fn tracked_elements_are_where_their_constants_say() {
+        for (at, name) in TRACKED.iter().enumerate() {
+            assert_eq!(tracked(name), Some(at), "{}", String::from_utf8_lossy(name));
+        }
+        assert_eq!(tracked(b"div"), None);
+        let named: [(usize, &[u8]); 6] = [
+            (SVG, b"svg"),
+            (FORM, b"form"),
+            (BUTTON, b"button"),
+            (SELECT, b"select"),
+            (MAIN, b"main"),
+            (ARTICLE, b"article"),
+        ];
+        for (at, name) in named {
+            assert_eq!(TRACKED[at], name);
+        }
+        // The dropped elements come first.
+        assert_eq!(DROPPED, MAIN);
     }
 
     #[test]
