@@ -721,12 +721,13 @@ fn weighted(fields: Vec<(String, String)>, args: &InputArgs) -> Vec<TextField> {
         .collect()
 }
 
-/// A reader thread streaming the input in chunks of `size` raw items through a channel
-/// that holds two chunks; it stops early when the receiver is dropped.
 /// The most input a chunk holds (fewer records than asked for where they are large: a
 /// directory's HTML pages are read whole before they are parsed).
 const CHUNK_BYTES: usize = 64 << 20;
 
+/// A reader thread streaming the input in chunks of `size` raw items (at most
+/// [`CHUNK_BYTES`] of input) through a channel that holds two chunks; it stops early when
+/// the receiver is dropped.
 fn spawn_reader<'scope>(
     scope: &'scope std::thread::Scope<'scope, '_>,
     input_args: &'scope InputArgs,
