@@ -143,23 +143,37 @@ pub fn for_each_item(
     Ok(())
 }
 
-/// Total bytes of the named regular files (for a progress bar); `None` with stdin.
+/// Total bytes of the files the input is read from (for a progress bar and the report): the
+/// named files, and the documents of named directories; `None` with stdin.
 pub fn total_bytes(args: &InputArgs) -> Option<u64> {
     if args.files.is_empty() || args.files.iter().any(|p| p == Path::new("-")) {
         return None;
     }
     let mut total = 0;
-    let mut stack: Vec<PathBuf> = args.files.clone();
-    while let Some(p) = stack.pop() {
+    let mut stack: Vec<(PathBuf, bool)> = args.files.iter().map(|p| (p.clone(), true)).collect();
+    while let Some((p, named)) = stack.pop() {
         if p.is_dir() {
             if let Ok(rd) = std::fs::read_dir(&p) {
-                stack.extend(rd.filter_map(|e| e.ok()).map(|e| e.path()));
+                stack.extend(rd.filter_map(|e| e.ok()).map(|e| (e.path(), false)));
             }
-        } else if let Ok(m) = std::fs::metadata(&p) {
-            total += m.len();
+        } else if named || is_document(&p) {
+            if let Ok(m) = std::fs::metadata(&p) {
+                total += m.len();
+            }
         }
     }
     Some(total)
+}
+
+/// Whether a file in a directory is a document the directory reader reads.
+fn is_document(p: &Path) -> bool {
+    matches!(
+        p.extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase)
+            .as_deref(),
+        Some("txt" | "html" | "htm")
+    )
 }
 
 fn reject_file(
@@ -281,13 +295,7 @@ fn read_directory(
             let p = e.path();
             if p.is_dir() {
                 stack.push(p);
-            } else if matches!(
-                p.extension()
-                    .and_then(|e| e.to_str())
-                    .map(str::to_ascii_lowercase)
-                    .as_deref(),
-                Some("txt" | "html" | "htm")
-            ) {
+            } else if is_document(&p) {
                 files.push(p);
             }
         }
