@@ -63,7 +63,10 @@ impl<E: Emitter> ForwardingEmitter for NoParseErrors<E> {
 /// for all the way down the stack of open elements (one left open would drop, or prefer,
 /// the rest of the page), but only while one is open: a page of stray end tags costs no
 /// search each.
-const TRACKED: [&[u8]; 17] = [
+///
+/// A `<form>` is not dropped: ASP.NET pages wrap the whole page in one; its buttons and
+/// selects are.
+const TRACKED: [&[u8]; 16] = [
     b"script",
     b"style",
     b"nav",
@@ -76,19 +79,17 @@ const TRACKED: [&[u8]; 17] = [
     b"iframe",
     b"object",
     b"canvas",
-    b"form",
     b"button",
     b"select",
     b"main",
     b"article",
 ];
-const DROPPED: usize = 15;
+const DROPPED: usize = 14;
 const SVG: usize = 8;
-const FORM: usize = 12;
-const BUTTON: usize = 13;
-const SELECT: usize = 14;
-const MAIN: usize = 15;
-const ARTICLE: usize = 16;
+const BUTTON: usize = 12;
+const SELECT: usize = 13;
+const MAIN: usize = 14;
+const ARTICLE: usize = 15;
 
 /// The place of `name` in [`TRACKED`].
 fn tracked(name: &[u8]) -> Option<usize> {
@@ -347,8 +348,6 @@ impl Extractor {
         }
         let tracked = tracked(name);
         match tracked {
-            // A form in a form is ignored: its end tag ends the outer one.
-            Some(FORM) if self.counts[FORM] > 0 => return,
             // A select in a select ends it.
             Some(SELECT) if self.counts[SELECT] > 0 => return self.close(SELECT),
             // A button in a button ends it and begins anew.
@@ -549,9 +548,8 @@ mod tests {
             assert_eq!(tracked(name), Some(at), "{}", String::from_utf8_lossy(name));
         }
         assert_eq!(tracked(b"div"), None);
-        let named: [(usize, &[u8]); 6] = [
+        let named: [(usize, &[u8]); 5] = [
             (SVG, b"svg"),
-            (FORM, b"form"),
             (BUTTON, b"button"),
             (SELECT, b"select"),
             (MAIN, b"main"),
@@ -639,13 +637,18 @@ mod tests {
     }
 
     #[test]
-    fn implied_ends_and_nested_forms_buttons_selects() {
+    fn implied_ends_and_nested_buttons_and_selects() {
         check(&[
             ("<ul><li>one<li>two</ul>after", "one\ntwo\nafter"),
             ("<table><tr><td>a<td>b<tr><td>c</table>", "a\nb\nc"),
             ("<button>b1<button>b2</button>after", "after"),
             ("<select><option>o<select>after", "after"),
-            ("<form>f<form>g</form>after</form>after2", "afterafter2"),
+            // A form's text is the page's (some sites wrap the whole page in one), not its
+            // controls'.
+            (
+                "<form id=aspnetForm><p>Story<button>Go</button><select><option>x</select>",
+                "Story",
+            ),
         ]);
     }
 
