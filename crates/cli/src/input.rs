@@ -344,6 +344,20 @@ fn read_document(
     })
 }
 
+/// The host of a document at `path` (below the directory named as input) in a mirror of a
+/// crawl, as `wget --recursive` and HTTrack lay one out: the first directory of the path
+/// when it is named like a host (`www.example.com/news/a.html`: `example.com`, as the host
+/// of its URL would be). Its pages share that host's boilerplate.
+pub fn mirror_host(path: &str) -> Option<String> {
+    let (first, _) = path.split_once(['/', '\\'])?;
+    // A dot, and a top-level label that begins with a letter: `v1.2` or `1.2` are versions.
+    let (_, top) = first.rsplit_once('.')?;
+    if first.starts_with('.') || !top.starts_with(|c: char| c.is_ascii_alphabetic()) {
+        return None;
+    }
+    neardup::record::host_of(&format!("http://{first}/"))
+}
+
 /// The record of a whole document read from a directory.
 fn document_record(
     origin: Origin,
@@ -360,10 +374,10 @@ fn document_record(
             };
             Ok(Record {
                 origin,
+                host: mirror_host(&id),
                 id,
                 fields: vec![(field.to_owned(), text)],
                 url: None,
-                host: None,
                 first_seen: None,
                 retention_class: None,
                 object: None,
@@ -1680,6 +1694,22 @@ mod tests {
                     prop_assert_eq!(got, serde_json::Value::Object(expected), "{}", line);
                 }
             }
+        }
+    }
+
+    #[test]
+    fn a_mirror_s_host_directories_name_their_pages_hosts() {
+        for (path, host) in [
+            ("www.example.com/news/a.html", Some("example.com")),
+            ("Docs.Example.ORG/a.html", Some("docs.example.org")),
+            ("news/a.html", None),
+            ("a.html", None),
+            (".hidden.d/a.txt", None),
+            ("example.com:8080/a.html", Some("example.com")),
+            ("v1.2/a.html", None),
+            ("1.2/a.html", None),
+        ] {
+            assert_eq!(mirror_host(path).as_deref(), host, "{path}");
         }
     }
 

@@ -478,6 +478,41 @@ fn boilerplate_is_learned_from_every_page_of_a_host_that_reaches_the_minimum() {
 }
 
 #[test]
+fn a_crawl_mirrored_to_disk_learns_boilerplate_per_host_directory() {
+    // wget's layout: www.big.example/ (20 pages with a template), and 20 pages directly
+    // under news/, whose name is not a host's: only big.example learns boilerplate.
+    let dir = tempfile::tempdir().unwrap();
+    let page = |n: usize| {
+        format!(
+            "<html><body><div class=menu>{TEMPLATE}</div><div class=story><p>{}</p></div></body></html>",
+            prose(n + 1)
+        )
+    };
+    for i in 0..20 {
+        for (sub, n) in [("www.big.example/docs", i), ("news", 100 + i)] {
+            let path = dir.path().join("mirror").join(sub);
+            std::fs::create_dir_all(&path).unwrap();
+            std::fs::write(path.join(format!("{i}.html")), page(n)).unwrap();
+        }
+    }
+    let run = neardup(
+        dir.path(),
+        &["dedup", "mirror", "--out", "out", "--store", "s.db", "-q"],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let r = report(&dir.path().join("out"));
+    assert_eq!(r["input_records"], 40);
+    let hosts = r["boilerplate_hosts"].as_array().expect("a list");
+    assert_eq!(hosts.len(), 1, "{hosts:?}");
+    assert_eq!(hosts[0]["host"], "big.example");
+    assert_eq!(hosts[0]["pages_learned_from"], 20);
+    assert!(
+        hosts[0]["boilerplate_shingles"].as_u64().unwrap() >= 10,
+        "{hosts:?}"
+    );
+}
+
+#[test]
 fn pages_that_repeat_a_page_byte_for_byte_count_for_boilerplate() {
     // big.example: 5 pages with a template, 5 byte-for-byte copies of the first of them
     // (the boilerplate pass counts those with the first page's shingles instead of

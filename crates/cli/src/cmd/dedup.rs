@@ -1152,6 +1152,7 @@ fn learn_boilerplate(
                             input::Item::Line { bytes, .. } if input_args.jsonl => {
                                 input::probe_host(bytes, input_args)
                             }
+                            input::Item::Document { id, .. } => input::mirror_host(id),
                             _ => None,
                         })
                         .collect()
