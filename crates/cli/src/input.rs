@@ -167,13 +167,7 @@ pub fn total_bytes(args: &InputArgs) -> Option<u64> {
 
 /// Whether a file in a directory is a document the directory reader reads.
 fn is_document(p: &Path) -> bool {
-    matches!(
-        p.extension()
-            .and_then(|e| e.to_str())
-            .map(str::to_ascii_lowercase)
-            .as_deref(),
-        Some("txt" | "html" | "htm")
-    )
+    is_html(p) || extension(p).as_deref() == Some("txt")
 }
 
 fn reject_file(
@@ -264,13 +258,14 @@ fn read_path(
 }
 
 fn is_html(path: &Path) -> bool {
-    matches!(
-        path.extension()
-            .and_then(|e| e.to_str())
-            .map(str::to_ascii_lowercase)
-            .as_deref(),
-        Some("html" | "htm")
-    )
+    matches!(extension(path).as_deref(), Some("html" | "htm"))
+}
+
+/// A file's extension, lowercase.
+fn extension(path: &Path) -> Option<String> {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase)
 }
 
 fn read_directory(

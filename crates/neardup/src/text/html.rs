@@ -257,8 +257,6 @@ const END_TAG_REACH: usize = 64;
 /// What an open element is to extraction.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
-    /// Never text of the page: dropped with everything inside it.
-    Dropped,
     /// `<title>`: dropped in the head, text in the body.
     Title,
     /// The first `<main>`, whose text is preferred to the rest of the page.
@@ -309,8 +307,6 @@ struct Extractor {
     open: Vec<Open>,
     /// How many of each [`TRACKED`] element are open.
     counts: [u32; TRACKED.len()],
-    /// How many dropped elements are open.
-    dropped: u32,
     /// The body has begun: what came before was the head (whose title is dropped too).
     body: bool,
     /// The start tag being read (its attributes may follow) is an `<svg>`'s.
@@ -364,12 +360,11 @@ impl Extractor {
         }
         let at = self.text.len();
         let kind = match tracked {
-            Some(i) if i < DROPPED => Kind::Dropped,
-            Some(MAIN) if self.main.is_none() && self.dropped == 0 => {
+            Some(MAIN) if self.main.is_none() && !self.dropping() => {
                 self.main = Some((at, None));
                 Kind::FirstMain
             }
-            Some(ARTICLE) if self.article.is_none() && self.dropped == 0 => {
+            Some(ARTICLE) if self.article.is_none() && !self.dropping() => {
                 self.article = Some((at, None));
                 Kind::FirstArticle
             }
@@ -379,9 +374,6 @@ impl Extractor {
         let key = name_key(name);
         if closes_itself(name) && self.open.last().is_some_and(|o| o.name == key) {
             self.close_at(self.open.len() - 1);
-        }
-        if kind == Kind::Dropped {
-            self.dropped += 1;
         }
         if let Some(i) = tracked {
             self.counts[i] += 1;
@@ -433,7 +425,6 @@ impl Extractor {
                 self.counts[usize::from(i)] -= 1;
             }
             match open.kind {
-                Kind::Dropped => self.dropped -= 1,
                 Kind::FirstMain => close_range(&mut self.main, end),
                 Kind::FirstArticle => close_range(&mut self.article, end),
                 Kind::Title | Kind::Other => {}
@@ -441,8 +432,13 @@ impl Extractor {
         }
     }
 
+    /// Whether a dropped element is open: what is read now is not text of the page.
+    fn dropping(&self) -> bool {
+        self.counts[..DROPPED].iter().any(|&n| n > 0)
+    }
+
     fn string(&mut self, value: &[u8]) {
-        if self.dropped > 0 {
+        if self.dropping() {
             return;
         }
         if !self.body {
