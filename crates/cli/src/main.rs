@@ -3,6 +3,7 @@
 mod args;
 mod cmd;
 mod input;
+mod output;
 
 use std::process::ExitCode;
 
