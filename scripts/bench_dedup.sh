@@ -21,7 +21,9 @@
 #   first run builds the corpus (about 5-8 minutes on 2 cores: rendering ~21k man pages);
 #   then about 10 minutes: neardup's run, 2 x PEER_BUDGET seconds of Python, the sample.
 # Knobs: GB (1), SAMPLE_EVERY (100), PEER_BUDGET (60 seconds per Python peer), RUNS (3 runs
-#        of neardup; the median's figures are reported)
+#        of neardup; the median's figures are reported), PEERS_FULL (1: datasketch also runs
+#        over the whole corpus, as neardup does, and its clusters are scored on the same
+#        labelled pairs as neardup's: the like-for-like quality comparison; ~4 min a GB)
 # Output: bench-out/dedup/{corpus-${GB}gb.jsonl,run/,time.txt,peers_throughput.json,sample/,report.txt}
 set -euo pipefail
 
@@ -31,6 +33,7 @@ GB="${GB:-1}"
 SAMPLE_EVERY="${SAMPLE_EVERY:-100}"
 PEER_BUDGET="${PEER_BUDGET:-60}"
 RUNS="${RUNS:-3}"
+PEERS_FULL="${PEERS_FULL:-0}"
 OUT="$ROOT/bench-out/dedup"
 CORPUS="$OUT/corpus-${GB}gb.jsonl"
 SAMPLE="$OUT/corpus-${GB}gb.sample.jsonl"
@@ -114,6 +117,12 @@ echo "labelled sample: exact Jaccard over all pairs, neardup's full-run clusters
     | tee "$OUT/sample_eval.txt"
 PYTHONHASHSEED=0 .venv/bin/python scripts/bench_quality/peers.py quality --dir "$OUT/sample" \
     --corpus "$SAMPLE" > "$OUT/sample_peers.txt"
+rm -f "$OUT/peers_full.json"
+if [ "$PEERS_FULL" = 1 ]; then
+    echo "datasketch over the whole corpus (PEERS_FULL=1; about 4 minutes a GB)"
+    PYTHONHASHSEED=0 .venv/bin/python scripts/bench_quality/peers.py full --dir "$OUT/sample" \
+        --corpus "$CORPUS" --out "$OUT/peers_full.json"
+fi
 
 echo
 python3 scripts/bench_dedup/report.py "$OUT" "$CORPUS" | tee "$OUT/report.txt"

@@ -84,6 +84,12 @@ if after_bp:
     r = quality[after_bp]
     print(f"neardup dedup with the issue's truth (Jaccard after its boilerplate removal, "
           f"{r['truth_pairs']} pairs): {q(after_bp)}")
+full_path = os.path.join(out, "peers_full.json")
+if os.path.exists(full_path):
+    r = json.load(open(full_path))
+    print(f"datasketch over the whole corpus as neardup's run (PEERS_FULL=1; {r['mb_per_s']:.2f} MB/s, "
+          f"{r['seconds']:.0f}s), its clusters on the same pairs:  {r['precision']:>7.4f} "
+          f"{r['recall']:>7.4f} {r['f1']:>7.4f}")
 if "neardup library, Rule::default()" in quality:
     print(f"neardup library Deduper on the sample alone: {q('neardup library, Rule::default()')}")
 print()

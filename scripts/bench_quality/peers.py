@@ -16,6 +16,14 @@ quality mode (scripts/bench_quality.sh, scripts/bench_dedup.sh's labelled sample
   datasketch gets the SAME shingle sets as the ground truth (each u64 as 8 little-endian
   bytes); the seed pipeline works from the text with its own tokenisation, as written.
 
+full mode (scripts/bench_dedup.sh with PEERS_FULL=1):
+    peers.py full --dir DIR --corpus FILE --out FILE.json
+  runs datasketch over the WHOLE corpus FILE, as neardup's CLI run does (text shingled in
+  Python with seed 000's shingles(): NFKC, lowercase, \w+ words, 4-word windows; clusters =
+  connected components of LSH candidates), then scores its clusters on DIR's labelled pairs
+  (DIR/shingles.jsonl names the sample's documents, DIR/truth.jsonl their pairs), as
+  neardup's full-run clusters are scored: the same input, the same pairs.
+
 throughput mode (scripts/bench_dedup.sh):
     peers.py throughput --corpus FILE --budget SECONDS --out FILE.json
   runs each peer end to end from JSONL text (parse, shingle, sketch/fingerprint, query,
@@ -314,6 +322,76 @@ def quality(args):
               f"F1 vs datasketch {'MET' if r['f1'] > ds['f1'] else 'NOT MET'}")
 
 
+def read_truth(d):
+    """The sample's document ids (in DIR/shingles.jsonl order), its pairs with J >= 0.8 and
+    every labelled pair's J."""
+    ids = []
+    with open(os.path.join(d, "shingles.jsonl")) as f:
+        for line in f:
+            ids.append(json.loads(line)["id"])
+    truth08, jmap = set(), {}
+    with open(os.path.join(d, "truth.jsonl")) as f:
+        for line in f:
+            o = json.loads(line)
+            k = (o["a"], o["b"])
+            jmap[k] = o["j"]
+            if o["j"] >= 0.8:
+                truth08.add(k)
+    return ids, truth08, jmap
+
+
+def full(args):
+    from datasketch import MinHash, MinHashLSH
+    ids, truth08, jmap = read_truth(args.dir)
+    sample = {x: i for i, x in enumerate(ids)}
+    lsh = MinHashLSH(threshold=0.8, num_perm=128)
+    parent = []
+
+    def find(x):
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    at_sample = {}
+    t = time.perf_counter()
+    nbytes = 0
+    with open(args.corpus, "rb") as f:
+        for i, line in enumerate(f):
+            rec = json.loads(line)
+            text = content_text(rec)
+            nbytes += len(text.encode())
+            m = MinHash(num_perm=128)
+            m.update_batch([s.encode("utf-8") for s in set(shingles(text))])
+            parent.append(i)
+            for c in lsh.query(m):
+                ra, rb = find(c), find(i)
+                if ra != rb:
+                    parent[max(ra, rb)] = min(ra, rb)
+            lsh.insert(i, m)
+            if rec.get("id") in sample:
+                at_sample[sample[rec["id"]]] = i
+            if i % 10000 == 0 and i:
+                secs = time.perf_counter() - t
+                print(f"  datasketch, whole corpus: {i} documents, {nbytes / 1e6:.0f} MB in "
+                      f"{secs:.0f}s", flush=True)
+    secs = time.perf_counter() - t
+    missing = len(ids) - len(at_sample)
+    if missing:
+        sys.exit(f"{missing} sampled documents are not in {args.corpus}")
+    groups = {}
+    for s_index, c_index in at_sample.items():
+        groups.setdefault(find(c_index), []).append(s_index)
+    edges = [(g[0], x) for g in groups.values() for x in g[1:]]
+    row = score("datasketch MinHashLSH(0.8, 128 perm), whole corpus", len(ids), edges,
+                truth08, jmap, secs)
+    row["mb_per_s"] = nbytes / 1e6 / secs
+    json.dump(row, open(args.out, "w"), indent=1)
+    print(f"{row['name']}: {nbytes / 1e6:.0f} MB in {secs:.0f}s ({row['mb_per_s']:.2f} MB/s); "
+          f"on the sample's pairs P {row['precision']:.4f} R {row['recall']:.4f} "
+          f"F1 {row['f1']:.4f}", flush=True)
+
+
 def throughput(args):
     from datasketch import MinHash, MinHashLSH
     out = {}
@@ -355,12 +433,16 @@ def main():
     q = sub.add_parser("quality")
     q.add_argument("--dir", required=True)
     q.add_argument("--corpus", required=True)
+    fl = sub.add_parser("full")
+    fl.add_argument("--dir", required=True)
+    fl.add_argument("--corpus", required=True)
+    fl.add_argument("--out", required=True)
     t = sub.add_parser("throughput")
     t.add_argument("--corpus", required=True)
     t.add_argument("--budget", type=float, default=60)
     t.add_argument("--out", required=True)
     args = ap.parse_args()
-    {"quality": quality, "throughput": throughput}[args.cmd](args)
+    {"quality": quality, "full": full, "throughput": throughput}[args.cmd](args)
 
 
 if __name__ == "__main__":
