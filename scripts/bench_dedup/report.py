@@ -90,6 +90,10 @@ if os.path.exists(full_path):
     print(f"datasketch over the whole corpus as neardup's run (PEERS_FULL=1; {r['mb_per_s']:.2f} MB/s, "
           f"{r['seconds']:.0f}s), its clusters on the same pairs:  {r['precision']:>7.4f} "
           f"{r['recall']:>7.4f} {r['f1']:>7.4f}")
+    a = r.get("after_boilerplate")
+    if a:
+        print(f"  the same with the issue's truth ({a['truth_pairs']} pairs):  {a['precision']:>7.4f} "
+              f"{a['recall']:>7.4f} {a['f1']:>7.4f}")
 if "neardup library, Rule::default()" in quality:
     print(f"neardup library Deduper on the sample alone: {q('neardup library, Rule::default()')}")
 print()

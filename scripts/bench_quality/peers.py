@@ -386,10 +386,22 @@ def full(args):
     row = score("datasketch MinHashLSH(0.8, 128 perm), whole corpus", len(ids), edges,
                 truth08, jmap, secs)
     row["mb_per_s"] = nbytes / 1e6 / secs
-    json.dump(row, open(args.out, "w"), indent=1)
     print(f"{row['name']}: {nbytes / 1e6:.0f} MB in {secs:.0f}s ({row['mb_per_s']:.2f} MB/s); "
           f"on the sample's pairs P {row['precision']:.4f} R {row['recall']:.4f} "
           f"F1 {row['f1']:.4f}", flush=True)
+    # The truth: Jaccard once the boilerplate neardup's run learned is left out
+    # (written by quality_eval eval --cli-out).
+    path = os.path.join(args.dir, "truth_after_boilerplate.jsonl")
+    if os.path.exists(path):
+        with open(path) as f:
+            after = {(o["a"], o["b"]) for o in map(json.loads, f)}
+        r = score(row["name"] + " (truth after neardup's boilerplate)", len(ids), edges,
+                  after, jmap, secs)
+        row["after_boilerplate"] = {k: r[k] for k in
+                                    ("precision", "recall", "f1", "truth_pairs", "true_positives")}
+        print(f"  against the truth after neardup's boilerplate ({len(after)} pairs): "
+              f"P {r['precision']:.4f} R {r['recall']:.4f} F1 {r['f1']:.4f}", flush=True)
+    json.dump(row, open(args.out, "w"), indent=1)
 
 
 def throughput(args):

@@ -1159,6 +1159,16 @@ fn cmd_eval(args: &Args) -> AnyResult<()> {
             .into_iter()
             .map(|(p, _)| p)
             .collect();
+        if nth == 0 {
+            // This truth, for the peers run over the whole corpus (peers.py full).
+            let mut sorted: Vec<&(u32, u32)> = truth.iter().collect();
+            sorted.sort_unstable();
+            let mut w = BufWriter::new(File::create(out.join("truth_after_boilerplate.jsonl"))?);
+            for (a, b) in sorted {
+                writeln!(w, "{{\"a\":{a},\"b\":{b}}}")?;
+            }
+            w.flush()?;
+        }
         let predicted = pairs_of_clusters(&r.clusters);
         let tp = predicted.intersection(&truth).count();
         // Every pair the run got wrong under this truth, for a closer look.
