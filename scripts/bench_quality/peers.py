@@ -239,14 +239,7 @@ def quality(args):
             sets.append(o["s"])
     n = len(ids)
     index = {x: i for i, x in enumerate(ids)}
-    truth08, jmap = set(), {}
-    with open(os.path.join(d, "truth.jsonl")) as f:
-        for line in f:
-            o = json.loads(line)
-            k = (o["a"], o["b"])
-            jmap[k] = o["j"]
-            if o["j"] >= 0.8:
-                truth08.add(k)
+    _, truth08, jmap = read_truth(d)
     records = {}
     with open(args.corpus) as f:
         for line in f:
