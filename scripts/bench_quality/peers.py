@@ -239,7 +239,7 @@ def quality(args):
             sets.append(o["s"])
     n = len(ids)
     index = {x: i for i, x in enumerate(ids)}
-    _, truth08, jmap = read_truth(d)
+    truth08, jmap = read_truth(d)
     records = {}
     with open(args.corpus) as f:
         for line in f:
@@ -316,12 +316,8 @@ def quality(args):
 
 
 def read_truth(d):
-    """The sample's document ids (in DIR/shingles.jsonl order), its pairs with J >= 0.8 and
-    every labelled pair's J."""
-    ids = []
-    with open(os.path.join(d, "shingles.jsonl")) as f:
-        for line in f:
-            ids.append(json.loads(line)["id"])
+    """The sample's pairs with J >= 0.8 (by document index in DIR/shingles.jsonl) and every
+    labelled pair's J."""
     truth08, jmap = set(), {}
     with open(os.path.join(d, "truth.jsonl")) as f:
         for line in f:
@@ -330,21 +326,17 @@ def read_truth(d):
             jmap[k] = o["j"]
             if o["j"] >= 0.8:
                 truth08.add(k)
-    return ids, truth08, jmap
+    return truth08, jmap
 
 
 def full(args):
     from datasketch import MinHash, MinHashLSH
-    ids, truth08, jmap = read_truth(args.dir)
+    with open(os.path.join(args.dir, "shingles.jsonl")) as f:
+        ids = [json.loads(line)["id"] for line in f]
+    truth08, jmap = read_truth(args.dir)
     sample = {x: i for i, x in enumerate(ids)}
     lsh = MinHashLSH(threshold=0.8, num_perm=128)
-    parent = []
-
-    def find(x):
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
+    uf = UnionFind(0)
 
     at_sample = {}
     t = time.perf_counter()
@@ -356,11 +348,9 @@ def full(args):
             nbytes += len(text.encode())
             m = MinHash(num_perm=128)
             m.update_batch([s.encode("utf-8") for s in set(shingles(text))])
-            parent.append(i)
+            uf.p.append(i)
             for c in lsh.query(m):
-                ra, rb = find(c), find(i)
-                if ra != rb:
-                    parent[max(ra, rb)] = min(ra, rb)
+                uf.union(c, i)
             lsh.insert(i, m)
             if rec.get("id") in sample:
                 at_sample[sample[rec["id"]]] = i
@@ -374,7 +364,7 @@ def full(args):
         sys.exit(f"{missing} sampled documents are not in {args.corpus}")
     groups = {}
     for s_index, c_index in at_sample.items():
-        groups.setdefault(find(c_index), []).append(s_index)
+        groups.setdefault(uf.find(c_index), []).append(s_index)
     edges = [(g[0], x) for g in groups.values() for x in g[1:]]
     row = score("datasketch MinHashLSH(0.8, 128 perm), whole corpus", len(ids), edges,
                 truth08, jmap, secs)

@@ -115,29 +115,15 @@ impl Write for UncachedFile {
         Ok(n)
     }
 
-    fn write_all(&mut self, mut data: &[u8]) -> io::Result<()> {
-        while !data.is_empty() {
-            let n = self.write(data)?;
-            data = &data[n..];
-        }
-        Ok(())
-    }
-
     fn flush(&mut self) -> io::Result<()> {
         if self.len == 0 {
             return Ok(());
         }
-        if !self.direct {
-            let len = self.len;
-            self.write_block(len)?;
-            return self.file.set_len(self.offset + len as u64);
-        }
-        // The last partial block, padded: the padding is cut off, and the block is written
-        // again, whole, when the buffer next fills.
+        // The last partial block, padded to a whole one for a direct write: the padding is
+        // cut off, and the block is written again, whole, when the buffer next fills.
         let padded = self.len.div_ceil(ALIGN) * ALIGN;
-        let end = self.start + padded;
-        self.buf[self.start + self.len..end].fill(0);
-        self.write_block(padded)?;
+        self.buf[self.start + self.len..self.start + padded].fill(0);
+        self.write_block(if self.direct { padded } else { self.len })?;
         self.file.set_len(self.offset + self.len as u64)
     }
 }
