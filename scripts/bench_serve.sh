@@ -80,7 +80,7 @@ if [ ! -s "$STORE" ]; then
     echo "preloading the store with neardup dedup"
     rm -f "$STORE" "$STORE-wal" "$STORE-shm"
     start=$(date +%s)
-    "$BIN" dedup --jsonl "$CORPUS" --store "$STORE.tmp" --out "$OUT/preload" --no-boilerplate -q
+    "$BIN" dedup --jsonl "$CORPUS" --store "$STORE.tmp" --out "$OUT/preload" --no-boilerplate -q || [ $? -eq 2 ] # 2: some records rejected
     mv "$STORE.tmp" "$STORE"
     rm -f "$STORE.tmp-wal" "$STORE.tmp-shm"
     echo "preloaded in $(( $(date +%s) - start ))s: $(python3 -c "import json;r=json.load(open('$OUT/preload/report.json'));print(r['store']['records'],'records,',r['decisions'])" 2>/dev/null || true)"

@@ -1,24 +1,30 @@
 //! Input readers: plain-text files (a document per file or per line), JSON Lines (plain,
-//! .gz or .zst) and directories of .txt/.html files.
+//! .gz or .zst) and directories of .txt/.html (or, with JSON Lines input, .jsonl) files.
 //!
-//! Readers stream: a record is handed on as soon as its line is read, and anything that
-//! cannot be used becomes a [`Reject`] naming the file, the line and the reason, never an
-//! abort.
+//! [`InputArgs::resolve`] settles the format first (JSON Lines by the files' names unless a
+//! flag says otherwise) and refuses input paths that cannot be opened. Readers then stream:
+//! a record is handed on as soon as its line is read, and anything that cannot be used
+//! becomes a [`Reject`] naming the file, the line, the record's id when it has one, and the
+//! reason, never an abort.
 
 use std::fmt;
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use std::borrow::Cow;
+use std::collections::HashSet;
 
 use anyhow::Context;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::args::InputArgs;
+use crate::args::{
+    InputArgs, InputFormat, DEFAULT_CLASS_FIELD, DEFAULT_HOST_FIELD, DEFAULT_ID_FIELD,
+    DEFAULT_TIME_FIELD, DEFAULT_URL_FIELD,
+};
 
 /// Text fields read from a JSONL record when none are named (seed 000's `content_text`,
 /// plus a plain `text`).
@@ -97,13 +103,256 @@ pub const RESERVED_KEYS: [&str; 5] = [
 pub struct Reject {
     /// Where it came from.
     pub origin: Origin,
+    /// The record's id, when it is a JSON object with a string or number id.
+    pub id: Option<String>,
     /// Why it was rejected.
     pub reason: String,
 }
 
 impl fmt::Display for Reject {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.origin, self.reason)
+        match &self.id {
+            Some(id) => write!(f, "{} (record {id:?}): {}", self.origin, self.reason),
+            None => write!(f, "{}: {}", self.origin, self.reason),
+        }
+    }
+}
+
+/// A file's extensions that say it is compressed (the readers take .gz and .zst; the
+/// others are named in a reject).
+const COMPRESSED: [&str; 10] = [
+    "gz", "zst", "bz2", "xz", "lz4", "lzma", "br", "z", "zip", "7z",
+];
+
+/// Whether `path` is named as a JSON Lines file: .jsonl, .ndjson or .json, compressed or not.
+pub fn is_jsonl_name(path: &Path) -> bool {
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+        return false;
+    };
+    let name = name.to_ascii_lowercase();
+    let inner = match name.rsplit_once('.') {
+        Some((stem, ext)) if COMPRESSED.contains(&ext) => stem,
+        _ => &name,
+    };
+    matches!(
+        inner.rsplit_once('.'),
+        Some((stem, "jsonl" | "ndjson" | "json")) if !stem.is_empty()
+    )
+}
+
+/// How a format reads, for messages.
+fn describe(format: InputFormat) -> &'static str {
+    match format {
+        InputFormat::Jsonl => "JSON Lines",
+        InputFormat::Lines => "one document per line (--lines)",
+        InputFormat::Text | InputFormat::Auto => "one document per file",
+    }
+}
+
+impl InputArgs {
+    /// Settles how the input is read, before any of it is: `--format`, `--jsonl` or
+    /// `--lines` when given, else JSON Lines when every named file is named so (.jsonl,
+    /// .ndjson, .json, compressed or not; with only directories named, when they hold such
+    /// files and no .txt or .html), else one document per file. Sets `format` to the format
+    /// and `jsonl`/`lines` to match, so calling it again changes nothing.
+    ///
+    /// # Errors
+    /// A named file or directory that does not exist or cannot be opened (named, with the
+    /// system's reason); named files of both kinds without a flag (the message says which
+    /// flag to pass); a JSON field flag (`--id-field`, `--text-field`, ...) with input that
+    /// is not JSON Lines.
+    pub fn resolve(&mut self) -> anyhow::Result<()> {
+        let named: Vec<&PathBuf> = self.files.iter().filter(|p| *p != Path::new("-")).collect();
+        for path in &named {
+            check_openable(path)?;
+        }
+        let format = match (self.format, self.jsonl, self.lines) {
+            (_, true, _) => InputFormat::Jsonl,
+            (_, _, true) => InputFormat::Lines,
+            (Some(f), ..) if f != InputFormat::Auto => f,
+            _ => self.detect_format(&named)?,
+        };
+        self.format = Some(format);
+        self.jsonl = format == InputFormat::Jsonl;
+        self.lines = format == InputFormat::Lines;
+        if !self.jsonl {
+            if let Some(flag) = self.json_field_flag() {
+                anyhow::bail!(
+                    "{flag} names a JSON field, but the input is read as {}: pass --jsonl to \
+                     read it as JSON Lines",
+                    describe(format)
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// The format of `--format auto` for the named paths.
+    fn detect_format(&self, named: &[&PathBuf]) -> anyhow::Result<InputFormat> {
+        let files: Vec<&PathBuf> = named.iter().copied().filter(|p| !p.is_dir()).collect();
+        let jsonl = files.iter().find(|p| is_jsonl_name(p));
+        let other = files.iter().find(|p| !is_jsonl_name(p));
+        match (jsonl, other) {
+            (Some(j), Some(o)) => anyhow::bail!(
+                "the input mixes JSON Lines ({}) and other files ({}): pass --jsonl to read \
+                 every file as JSON Lines, or --format text (one document per file) or \
+                 --lines (one per line) to read every file as text",
+                j.display(),
+                o.display()
+            ),
+            (Some(_), None) => return Ok(InputFormat::Jsonl),
+            (None, Some(_)) => return Ok(InputFormat::Text),
+            (None, None) => {}
+        }
+        // Only directories (or stdin): JSON Lines when they hold JSON Lines and no document.
+        let below: Vec<PathBuf> = named.iter().flat_map(|dir| walk(dir).0).collect();
+        let has_jsonl = below.iter().any(|p| is_jsonl_name(p));
+        let has_documents = below.iter().any(|p| is_document(p));
+        Ok(if has_jsonl && !has_documents {
+            InputFormat::Jsonl
+        } else {
+            InputFormat::Text
+        })
+    }
+
+    /// The first JSON field flag given (set to something other than its default), as
+    /// written on the command line.
+    fn json_field_flag(&self) -> Option<String> {
+        let named = [
+            ("--id-field", &self.id_field, DEFAULT_ID_FIELD),
+            ("--url-field", &self.url_field, DEFAULT_URL_FIELD),
+            ("--host-field", &self.host_field, DEFAULT_HOST_FIELD),
+            ("--time-field", &self.time_field, DEFAULT_TIME_FIELD),
+            ("--class-field", &self.class_field, DEFAULT_CLASS_FIELD),
+        ];
+        self.text_fields
+            .first()
+            .map(|f| format!("--text-field {f}"))
+            .or_else(|| {
+                self.html_fields
+                    .first()
+                    .map(|f| format!("--html-field {f}"))
+            })
+            .or_else(|| {
+                named
+                    .iter()
+                    .find(|(_, value, default)| value.as_str() != *default)
+                    .map(|(flag, value, _)| format!("{flag} {value}"))
+            })
+    }
+
+    /// These arguments resolved ([`InputArgs::resolve`]), as a copy.
+    ///
+    /// # Errors
+    /// As [`InputArgs::resolve`].
+    pub fn resolved(&self) -> anyhow::Result<InputArgs> {
+        let mut args = self.clone();
+        args.resolve()?;
+        Ok(args)
+    }
+}
+
+/// An error unless `path` (named on the command line) can be opened: a file read, a
+/// directory listed.
+fn check_openable(path: &Path) -> anyhow::Result<()> {
+    let opened = match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => std::fs::read_dir(path).map(drop),
+        Ok(_) => File::open(path).map(drop),
+        Err(e) => Err(e),
+    };
+    opened.map_err(|e| anyhow::anyhow!("cannot open input {}: {}", path.display(), io_reason(&e)))
+}
+
+/// An I/O error's reason without the `(os error N)` the standard library appends.
+fn io_reason(e: &io::Error) -> String {
+    let text = e.to_string();
+    match text.rfind(" (os error ") {
+        Some(i) if text.ends_with(')') => text[..i].to_owned(),
+        _ => text,
+    }
+}
+
+/// The files below the named directories that the readers do not read (not documents, or
+/// not JSON Lines with JSON Lines input), sorted. Call it on resolved arguments.
+pub fn skipped_files(args: &InputArgs) -> Vec<PathBuf> {
+    let mut skipped: Vec<PathBuf> = args
+        .files
+        .iter()
+        .filter(|p| p.is_dir())
+        .flat_map(|dir| walk(dir).0)
+        .filter(|p| !reads_in_directory(p, args.jsonl))
+        .collect();
+    skipped.sort();
+    skipped
+}
+
+/// A one-line note on the files [`skipped_files`] found (`None` when there are none): how
+/// many, the first few by name, and which flag reads the JSON Lines among them.
+pub fn skipped_note(skipped: &[PathBuf], args: &InputArgs) -> Option<String> {
+    const NAMED: usize = 3;
+    if skipped.is_empty() {
+        return None;
+    }
+    let mut names: Vec<String> = skipped
+        .iter()
+        .take(NAMED)
+        .map(|p| p.display().to_string())
+        .collect();
+    if skipped.len() > NAMED {
+        names.push(format!("and {} more", skipped.len() - NAMED));
+    }
+    let read = if args.jsonl {
+        ".jsonl, .ndjson and .json files are read"
+    } else {
+        ".txt, .html and .htm files are read"
+    };
+    let hint = if !args.jsonl && skipped.iter().any(|p| is_jsonl_name(p)) {
+        "; pass --jsonl to read the JSON Lines files instead"
+    } else {
+        ""
+    };
+    Some(format!(
+        "skipped {} file{} in input directories ({read}{hint}): {}",
+        skipped.len(),
+        if skipped.len() == 1 { "" } else { "s" },
+        names.join(", ")
+    ))
+}
+
+/// Prints [`skipped_note`] on stderr, if there is one.
+pub fn print_skipped_note(args: &InputArgs) {
+    if let Some(note) = skipped_note(&skipped_files(args), args) {
+        eprintln!("neardup: {note}");
+    }
+}
+
+/// Whether `bytes` (the start of a file read as plain text) look like JSON: the first byte
+/// that is not white space (or a byte-order mark) is `{`.
+fn looks_like_json(bytes: &[u8]) -> bool {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
+}
+
+/// Warns, once per file and process (input is read twice by some commands), that `file`
+/// is read as plain text though it looks like JSON Lines.
+fn warn_json_read_as_text(file: &str, lines: bool) {
+    static WARNED: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+    let first = match WARNED.lock() {
+        Ok(mut warned) => warned
+            .get_or_insert_with(HashSet::new)
+            .insert(file.to_owned()),
+        Err(_) => true,
+    };
+    if first {
+        let how = if lines {
+            "one document per line"
+        } else {
+            "one document"
+        };
+        eprintln!(
+            "neardup: warning: {file} starts with '{{' but is read as plain text ({how}): \
+             pass --jsonl to read it as JSON Lines"
+        );
     }
 }
 
@@ -122,7 +371,8 @@ pub fn for_each(
 /// parallel with [`Item::parse`].
 ///
 /// # Errors
-/// Only what `f` returns.
+/// A named input that cannot be opened (checked by [`InputArgs::resolve`] before, unless
+/// it went since), or what `f` returns.
 pub fn for_each_item(
     args: &InputArgs,
     mut f: impl FnMut(Item) -> anyhow::Result<()>,
@@ -135,9 +385,9 @@ pub fn for_each_item(
     };
     for path in paths {
         if path.is_dir() {
-            read_directory(path, &mut f)?;
+            read_directory(path, args, &mut f)?;
         } else {
-            read_path(path, args, &mut f)?;
+            read_path(path, args, true, &mut f)?;
         }
     }
     Ok(())
@@ -156,7 +406,7 @@ pub fn total_bytes(args: &InputArgs) -> Option<u64> {
             if let Ok(rd) = std::fs::read_dir(&p) {
                 stack.extend(rd.filter_map(|e| e.ok()).map(|e| (e.path(), false)));
             }
-        } else if named || is_document(&p) {
+        } else if named || reads_in_directory(&p, args.jsonl) {
             if let Ok(m) = std::fs::metadata(&p) {
                 total += m.len();
             }
@@ -165,9 +415,42 @@ pub fn total_bytes(args: &InputArgs) -> Option<u64> {
     Some(total)
 }
 
-/// Whether a file in a directory is a document the directory reader reads.
+/// Whether a file in a directory is a document the directory reader reads as one.
 fn is_document(p: &Path) -> bool {
     is_html(p) || extension(p).as_deref() == Some("txt")
+}
+
+/// Whether the directory reader reads a file below a named directory: JSON Lines files
+/// with JSON Lines input, documents otherwise.
+fn reads_in_directory(p: &Path, jsonl: bool) -> bool {
+    if jsonl {
+        is_jsonl_name(p)
+    } else {
+        is_document(p)
+    }
+}
+
+/// The files below `dir`, and the directories below it that could not be listed.
+fn walk(dir: &Path) -> (Vec<PathBuf>, Vec<(PathBuf, io::Error)>) {
+    let (mut files, mut unreadable) = (Vec::new(), Vec::new());
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        match std::fs::read_dir(&d) {
+            Ok(entries) => {
+                for e in entries.filter_map(|e| e.ok()) {
+                    let p = e.path();
+                    if p.is_dir() {
+                        stack.push(p);
+                    } else {
+                        files.push(p);
+                    }
+                }
+            }
+            Err(e) => unreadable.push((d, e)),
+        }
+    }
+    files.sort();
+    (files, unreadable)
 }
 
 fn reject_file(
@@ -180,8 +463,30 @@ fn reject_file(
             file: name.to_owned(),
             line: None,
         },
+        id: None,
         reason,
     })))
+}
+
+/// Why an input could not be opened.
+#[derive(Debug)]
+enum OpenError {
+    /// The file could not be opened or its compressed stream not started.
+    Io(io::Error),
+    /// A compression the readers do not take.
+    Unsupported(String),
+}
+
+impl fmt::Display for OpenError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OpenError::Io(e) => write!(f, "cannot open: {}", io_reason(e)),
+            OpenError::Unsupported(ext) => write!(
+                f,
+                "unknown compression .{ext}: use plain, .gz or .zst input"
+            ),
+        }
+    }
 }
 
 /// How a file is compressed, by its name.
@@ -203,35 +508,37 @@ fn compression(path: &Path) -> Compression {
     match ext.as_str() {
         "gz" => Compression::Gzip,
         "zst" => Compression::Zstd,
-        "bz2" | "xz" | "lz4" | "lzma" | "br" | "z" | "zip" | "7z" => Compression::Unsupported(ext),
+        _ if COMPRESSED.contains(&ext.as_str()) => Compression::Unsupported(ext),
         _ => Compression::Plain,
     }
 }
 
 /// Opens an input for reading. No buffer of its own: lines are read in large blocks and
 /// documents whole, and the decompressors buffer their compressed input themselves.
-fn open(path: &Path) -> Result<Box<dyn Read>, String> {
+fn open(path: &Path) -> Result<Box<dyn Read>, OpenError> {
     if path == Path::new("-") {
         return Ok(Box::new(io::stdin()));
     }
-    let file = File::open(path).map_err(|e| format!("cannot open: {e}"))?;
-    Ok(match compression(path) {
+    let compression = compression(path);
+    if let Compression::Unsupported(ext) = compression {
+        return Err(OpenError::Unsupported(ext));
+    }
+    let file = File::open(path).map_err(OpenError::Io)?;
+    Ok(match compression {
         Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(file)),
-        Compression::Zstd => Box::new(
-            zstd::stream::read::Decoder::new(file).map_err(|e| format!("cannot open: {e}"))?,
-        ),
-        Compression::Unsupported(ext) => {
-            return Err(format!(
-                "unknown compression .{ext}: use plain, .gz or .zst input"
-            ))
+        Compression::Zstd => {
+            Box::new(zstd::stream::read::Decoder::new(file).map_err(OpenError::Io)?)
         }
-        Compression::Plain => Box::new(file),
+        Compression::Plain | Compression::Unsupported(_) => Box::new(file),
     })
 }
 
+/// Reads the file at `path` (or stdin), `named` on the command line (an error when it
+/// cannot be opened) or found in a directory (a reject then).
 fn read_path(
     path: &Path,
     args: &InputArgs,
+    named: bool,
     f: &mut impl FnMut(Item) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
     let name = if path == Path::new("-") {
@@ -239,21 +546,38 @@ fn read_path(
     } else {
         path.display().to_string()
     };
+    // A file of one document per line that looks like JSON Lines is named once, at its
+    // first line.
+    let mut unchecked = args.lines;
+    let mut f = |item: Item| {
+        if unchecked {
+            if let Item::Line { file, bytes, .. } = &item {
+                unchecked = false;
+                if looks_like_json(bytes) {
+                    warn_json_read_as_text(file, true);
+                }
+            }
+        }
+        f(item)
+    };
     if (args.jsonl || args.lines) && !args.no_mmap {
         if let Some(map) = map_plain_file(path) {
-            emit_mapped_lines(map, &name, BLOCK_BYTES, f)?;
+            emit_mapped_lines(map, &name, BLOCK_BYTES, &mut f)?;
             return Ok(());
         }
     }
     let reader = match open(path) {
         Ok(r) => r,
-        Err(reason) => return reject_file(&name, reason, f),
+        Err(OpenError::Io(e)) if named => {
+            anyhow::bail!("cannot open input {name}: {}", io_reason(&e))
+        }
+        Err(e) => return reject_file(&name, e.to_string(), &mut f),
     };
     if args.jsonl || args.lines {
-        read_lines_in_blocks(reader, &name, BLOCK_BYTES, f)
+        read_lines_in_blocks(reader, &name, BLOCK_BYTES, &mut f)
     } else {
         let html = is_html(path);
-        read_document(reader, name.clone(), name, html, f)
+        read_document(reader, name.clone(), name, html, &mut f)
     }
 }
 
@@ -268,35 +592,30 @@ fn extension(path: &Path) -> Option<String> {
         .map(str::to_ascii_lowercase)
 }
 
+/// Reads the files below `dir` that it contributes ([`reads_in_directory`]), in order of
+/// their paths: JSON Lines files line by line with JSON Lines input, else documents whole.
+/// What cannot be opened or listed below it is a reject.
 fn read_directory(
     dir: &Path,
+    args: &InputArgs,
     f: &mut impl FnMut(Item) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
-    let mut files = Vec::new();
-    let mut stack = vec![dir.to_owned()];
-    while let Some(d) = stack.pop() {
-        let entries = match std::fs::read_dir(&d) {
-            Ok(e) => e,
-            Err(e) => {
-                reject_file(
-                    &d.display().to_string(),
-                    format!("cannot read directory: {e}"),
-                    f,
-                )?;
-                continue;
-            }
-        };
-        for e in entries.filter_map(|e| e.ok()) {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if is_document(&p) {
-                files.push(p);
-            }
-        }
+    let (files, unreadable) = walk(dir);
+    for (d, e) in unreadable {
+        reject_file(
+            &d.display().to_string(),
+            format!("cannot read directory: {}", io_reason(&e)),
+            f,
+        )?;
     }
-    files.sort();
     for p in files {
+        if !reads_in_directory(&p, args.jsonl) {
+            continue;
+        }
+        if args.jsonl {
+            read_path(&p, args, false, f)?;
+            continue;
+        }
         let name = p.display().to_string();
         let id = p
             .strip_prefix(dir)
@@ -305,7 +624,7 @@ fn read_directory(
             .into_owned();
         match open(&p) {
             Ok(reader) => read_document(reader, name, id, is_html(&p), f)?,
-            Err(reason) => reject_file(&name, reason, f)?,
+            Err(e) => reject_file(&name, e.to_string(), f)?,
         }
     }
     Ok(())
@@ -326,8 +645,12 @@ fn read_document(
     if let Err(e) = reader.read_to_end(&mut bytes) {
         return f(Item::Done(Err(Reject {
             origin,
+            id: None,
             reason: format!("cannot read: {e}"),
         })));
+    }
+    if !html && looks_like_json(&bytes) {
+        warn_json_read_as_text(&origin.file, false);
     }
     // Decoded (and HTML reduced to text) where the item is parsed, in parallel: here, on
     // the reader's thread, a directory of pages was read one page at a time.
@@ -381,6 +704,7 @@ fn document_record(
         }
         Err(e) => Err(Reject {
             origin,
+            id: None,
             reason: invalid_utf8(e.utf8_error().valid_up_to()),
         }),
     }
@@ -659,6 +983,7 @@ fn read_lines_in_blocks(
                         file: file.to_string(),
                         line: Some(line_no + 1),
                     },
+                    id: None,
                     reason: format!("cannot read: {e}"),
                 })));
             }
@@ -738,6 +1063,7 @@ impl Item {
                     Err(e) => {
                         return Err(Reject {
                             origin,
+                            id: None,
                             reason: invalid_utf8(e.valid_up_to()),
                         })
                     }
@@ -820,10 +1146,20 @@ impl<'a> Members<'a> {
         }
         let mut de = serde_json::Deserializer::from_str(line);
         let members = de.deserialize_map(Object).map_err(|e| match e.classify() {
-            serde_json::error::Category::Data => "expected a JSON object".to_owned(),
-            _ => format!("malformed JSON: {e}"),
+            serde_json::error::Category::Data => match kind(line) {
+                // Not an object at all; an object's data errors (a key that is not a
+                // string cannot be one in valid JSON) are the parser's to say.
+                k @ ("null" | "a boolean" | "a string" | "an array") => {
+                    format!("expected a JSON object, not {k}")
+                }
+                _ if !line.trim_start().starts_with('{') => {
+                    "expected a JSON object, not a number".to_owned()
+                }
+                _ => malformed(&e),
+            },
+            _ => malformed(&e),
         })?;
-        de.end().map_err(|e| format!("malformed JSON: {e}"))?;
+        de.end().map_err(|e| malformed(&e))?;
         Ok(members)
     }
 
@@ -902,18 +1238,66 @@ impl<'a> Members<'a> {
 
     /// A string field: absent, null or blank is `None`; any other type is an error.
     fn string(&self, field: &str) -> Result<Option<String>, String> {
+        Ok(match self.text(field)? {
+            Text::Present(s) => Some(s),
+            Text::Absent | Text::Null | Text::Empty | Text::Blank => None,
+        })
+    }
+
+    /// A string field as it is: absent, null, empty, blank or text; any other type is an
+    /// error naming the field and the type.
+    fn text(&self, field: &str) -> Result<Text, String> {
         let Some(raw) = self.get(field) else {
-            return Ok(None);
+            return Ok(Text::Absent);
         };
         match kind(raw) {
-            "null" => Ok(None),
+            "null" => Ok(Text::Null),
             "a string" => {
                 let s = unescape(raw).map_err(|e| format!("field {field:?}: {e}"))?;
-                Ok((!s.trim().is_empty()).then(|| s.into_owned()))
+                Ok(if s.is_empty() {
+                    Text::Empty
+                } else if s.trim().is_empty() {
+                    Text::Blank
+                } else {
+                    Text::Present(s.into_owned())
+                })
             }
             other => Err(format!("field {field:?} must be a string, not {other}")),
         }
     }
+}
+
+/// A string field of a JSON object, as found.
+#[derive(Debug, PartialEq, Eq)]
+enum Text {
+    Absent,
+    Null,
+    /// `""`.
+    Empty,
+    /// White space only.
+    Blank,
+    Present(String),
+}
+
+impl Text {
+    /// What the field holds when it is present but has no text: `"body_text" is ""`.
+    fn describe_empty(&self, field: &str) -> Option<String> {
+        match self {
+            Text::Null => Some(format!("{field:?} is null")),
+            Text::Empty => Some(format!("{field:?} is \"\"")),
+            Text::Blank => Some(format!("{field:?} is white space only")),
+            Text::Absent | Text::Present(_) => None,
+        }
+    }
+}
+
+/// A parser error as a reject's reason: its column in the line (the reject names the
+/// file's line; the parser, reading one line, would say line 1).
+fn malformed(e: &serde_json::Error) -> String {
+    let full = e.to_string();
+    let located = format!(" at line {} column {}", e.line(), e.column());
+    let what = full.strip_suffix(&located).unwrap_or(&full);
+    format!("malformed JSON at column {}: {what}", e.column())
 }
 
 /// The text of a JSON string literal (`raw`, quotes included, as the parser delimited it),
@@ -1124,83 +1508,88 @@ fn parse_json_record(
     origin: Origin,
     args: &InputArgs,
 ) -> Result<Record, Reject> {
+    let obj = Members::parse(line).map_err(|reason| Reject {
+        origin: origin.clone(),
+        id: None,
+        reason,
+    })?;
+    let line_id = || origin.line.map_or_else(String::new, |l| l.to_string());
+    let id_field = &args.id_field;
+    // The id, when the object has a usable one: every reject of the record names it.
+    let id = match obj.get(id_field).map(|raw| (raw, kind(raw))) {
+        None | Some((_, "null")) => Ok(None),
+        Some((raw, "a number")) => serde_json::from_str::<serde_json::Number>(raw)
+            .map(|n| Some(n.to_string()))
+            .map_err(|e| format!("field {id_field:?}: {e}")),
+        Some((_, "a string")) => match obj.text(id_field) {
+            Ok(Text::Present(s)) => Ok(Some(s)),
+            Ok(empty) => Err(format!(
+                "field {id_field:?} must be a non-empty string or a number, not {}",
+                if empty == Text::Empty {
+                    "an empty string"
+                } else {
+                    "white space"
+                }
+            )),
+            Err(e) => Err(e),
+        },
+        Some((_, other)) => Err(format!(
+            "field {id_field:?} must be a non-empty string or a number, not {other}"
+        )),
+    };
+    let id = id.map_err(|reason| Reject {
+        origin: origin.clone(),
+        id: None,
+        reason,
+    })?;
     let reject = |reason: String| Reject {
         origin: origin.clone(),
+        id: id.clone(),
         reason,
     };
-    let (id, fields, url, host, first_seen, retention_class, kept_members) = {
-        let obj = Members::parse(line).map_err(reject)?;
-        let kept_members = obj.kept_members(line);
-        let id = match obj.get(&args.id_field) {
-            None => origin.line.map_or_else(String::new, |l| l.to_string()),
-            Some(raw) => match kind(raw) {
-                "null" => origin.line.map_or_else(String::new, |l| l.to_string()),
-                "a number" => serde_json::from_str::<serde_json::Number>(raw)
-                    .map_err(|e| reject(format!("field {:?}: {e}", args.id_field)))?
-                    .to_string(),
-                "a string" => match obj.string(&args.id_field).map_err(reject)? {
-                    Some(s) => s,
-                    None => {
-                        return Err(reject(format!(
-                        "field {:?} must be a non-empty string or a number, not an empty string",
-                        args.id_field
-                    )))
-                    }
-                },
-                other => {
-                    return Err(reject(format!(
-                        "field {:?} must be a non-empty string or a number, not {other}",
-                        args.id_field
-                    )))
-                }
-            },
-        };
-        let named: Vec<&str> = if args.text_fields.is_empty() {
-            DEFAULT_TEXT_FIELDS.to_vec()
-        } else {
-            args.text_fields.iter().map(String::as_str).collect()
-        };
-        let mut fields = Vec::new();
-        for name in &named {
-            if let Some(text) = obj.string(name).map_err(reject)? {
-                fields.push(((*name).to_owned(), text));
-            }
-        }
-        for name in &args.html_fields {
-            if let Some(html) = obj.string(name).map_err(reject)? {
-                fields.push((name.clone(), neardup::text::html_to_text(&html)));
-            }
-        }
-        if fields.is_empty() {
-            let all: Vec<String> = named
-                .iter()
-                .map(|n| format!("{n:?}"))
-                .chain(args.html_fields.iter().map(|n| format!("{n:?}")))
-                .collect();
-            return Err(reject(format!(
-                "missing text: none of the fields {} is present",
-                all.join(", ")
-            )));
-        }
-        (
-            id,
-            fields,
-            obj.string(&args.url_field).map_err(reject)?,
-            obj.string(&args.host_field).map_err(reject)?,
-            obj.string(&args.time_field).map_err(reject)?,
-            obj.string(&args.class_field).map_err(reject)?,
-            kept_members,
-        )
+    let named: Vec<&str> = if args.text_fields.is_empty() {
+        DEFAULT_TEXT_FIELDS.to_vec()
+    } else {
+        args.text_fields.iter().map(String::as_str).collect()
     };
+    let mut fields = Vec::new();
+    // Fields present without text, and fields absent, for the reason when none has text.
+    let (mut empty, mut absent) = (Vec::new(), Vec::new());
+    let html = args.html_fields.iter().map(|n| (n.as_str(), true));
+    for (name, is_html) in named.iter().map(|n| (*n, false)).chain(html) {
+        match obj.text(name).map_err(reject)? {
+            Text::Present(text) => {
+                let text = if is_html {
+                    neardup::text::html_to_text(&text)
+                } else {
+                    text
+                };
+                fields.push((name.to_owned(), text));
+            }
+            Text::Absent => absent.push(format!("{name:?}")),
+            other => empty.extend(other.describe_empty(name)),
+        }
+    }
+    if fields.is_empty() {
+        let absent = absent.join(", ");
+        return Err(reject(match (empty.is_empty(), absent.is_empty()) {
+            (true, _) => format!("missing text: none of the fields {absent} is present"),
+            (false, true) => format!("empty text: {}", empty.join(", ")),
+            (false, false) => format!(
+                "empty text: {}, and none of the fields {absent} is present",
+                empty.join(", ")
+            ),
+        }));
+    }
     Ok(Record {
-        id,
+        id: id.clone().unwrap_or_else(line_id),
         fields,
-        url,
-        host,
-        first_seen,
-        retention_class,
+        url: obj.string(&args.url_field).map_err(reject)?,
+        host: obj.string(&args.host_field).map_err(reject)?,
+        first_seen: obj.string(&args.time_field).map_err(reject)?,
+        retention_class: obj.string(&args.class_field).map_err(reject)?,
+        kept_members: obj.kept_members(line),
         object: Some(object),
-        kept_members,
         origin,
     })
 }
@@ -1512,6 +1901,301 @@ fn probe_fields(bytes: &[u8], args: &InputArgs) -> Option<(Option<String>, Optio
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    macro_rules! jsonl_name_cases {
+        ($($name:literal => $jsonl:expr,)*) => {
+            #[test]
+            fn files_are_json_lines_by_name() {
+                $(assert_eq!(is_jsonl_name(Path::new($name)), $jsonl, "{}", $name);)*
+            }
+        };
+    }
+
+    jsonl_name_cases! {
+        "data.jsonl" => true,
+        "DATA.JSONL" => true,
+        "a/b/data.ndjson" => true,
+        "data.json" => true,
+        "data.jsonl.gz" => true,
+        "data.ndjson.zst" => true,
+        "data.json.bz2" => true,
+        "data.txt" => false,
+        "data.txt.gz" => false,
+        "data.jsonl.txt" => false,
+        "data.html" => false,
+        ".jsonl" => false,
+        "jsonl" => false,
+        "data.gz" => false,
+        "-" => false,
+    }
+
+    /// A line of a JSON Lines file parsed as the readers parse it (line 3 of `in.jsonl`).
+    fn parse_line(line: &str) -> Result<Record, Reject> {
+        let mut args = InputArgs::for_files(Vec::new(), InputFormat::Jsonl);
+        args.resolve().expect("no file to check");
+        let bytes = LineBytes {
+            block: Arc::new(Block::Read(line.as_bytes().to_vec())),
+            start: 0,
+            end: line.len(),
+        };
+        Item::Line {
+            file: Arc::from("in.jsonl"),
+            line: 3,
+            bytes,
+        }
+        .parse(&args)
+    }
+
+    macro_rules! reject_cases {
+        ($($name:ident: $line:expr => $id:expr, $reason:expr;)*) => {$(
+            #[test]
+            fn $name() {
+                let reject = parse_line($line).expect_err("a reject");
+                assert_eq!(reject.origin.to_string(), "in.jsonl:3");
+                assert_eq!(reject.id.as_deref(), $id, "{}", $line);
+                assert_eq!(reject.reason, $reason, "{}", $line);
+            }
+        )*};
+    }
+
+    reject_cases! {
+        issue_41_present_but_empty_text_is_not_called_missing:
+            r#"{"id": "r1", "body_text": ""}"# => Some("r1"),
+            r#"empty text: "body_text" is "", and none of the fields "title", "description", "text" is present"#;
+        blank_and_null_text_fields_are_named:
+            r#"{"id": 7, "title": null, "description": " \n ", "body_text": "", "text": null}"# => Some("7"),
+            r#"empty text: "title" is null, "description" is white space only, "body_text" is "", "text" is null"#;
+        missing_text_lists_the_fields_looked_for:
+            r#"{"id": "r2", "body": "text under another name"}"# => Some("r2"),
+            r#"missing text: none of the fields "title", "description", "body_text", "text" is present"#;
+        a_text_field_of_the_wrong_type_is_named_with_its_type:
+            r#"{"id": "r3", "title": 5, "body_text": "words"}"# => Some("r3"),
+            r#"field "title" must be a string, not a number"#;
+        an_id_of_the_wrong_type_is_named_with_its_type:
+            r#"{"id": {"n": 1}, "text": "words"}"# => None,
+            r#"field "id" must be a non-empty string or a number, not an object"#;
+        an_empty_id_is_named:
+            r#"{"id": "", "text": "words"}"# => None,
+            r#"field "id" must be a non-empty string or a number, not an empty string"#;
+        a_url_of_the_wrong_type_keeps_the_id:
+            r#"{"id": "r4", "text": "words", "url": ["a"]}"# => Some("r4"),
+            r#"field "url" must be a string, not an array"#;
+        issue_41_malformed_json_names_the_column_not_line_1:
+            r#"{"id": "r5", "text": "words",}"# => None,
+            "malformed JSON at column 30: trailing comma";
+        malformed_json_at_the_end_of_the_line:
+            r#"{"id": "r6", "text": "wor"# => None,
+            "malformed JSON at column 25: EOF while parsing a string";
+        an_array_is_not_an_object:
+            "[1, 2]" => None,
+            "expected a JSON object, not an array";
+        a_number_is_not_an_object:
+            "12" => None,
+            "expected a JSON object, not a number";
+    }
+
+    #[test]
+    fn a_record_with_text_takes_its_id_and_skips_empty_fields() {
+        let record = parse_line(r#"{"id": "ok", "title": "", "body_text": "some words"}"#)
+            .expect("a record");
+        assert_eq!(record.id, "ok");
+        assert_eq!(
+            record.fields,
+            [("body_text".to_owned(), "some words".to_owned())]
+        );
+        let unnamed = parse_line(r#"{"text": "some words"}"#).expect("a record");
+        assert_eq!(unnamed.id, "3", "named by its line");
+    }
+
+    #[test]
+    fn json_is_recognised_at_its_first_non_blank_byte() {
+        for (bytes, json) in [
+            (&b"{\"id\": 1}"[..], true),
+            (b"\n\n  \t{", true),
+            (b"\xEF\xBB\xBF{\"a\": 1}", true),
+            (b"plain {text}", false),
+            (b"[1, 2]", false),
+            (b"", false),
+            (b"  \n", false),
+        ] {
+            assert_eq!(
+                looks_like_json(bytes),
+                json,
+                "{:?}",
+                String::from_utf8_lossy(bytes)
+            );
+        }
+    }
+
+    /// `files` (name and contents) in a new directory, and arguments naming `named` of them.
+    fn input_in(
+        files: &[(&str, &str)],
+        named: &[&str],
+        flags: &[&str],
+    ) -> (tempfile::TempDir, anyhow::Result<InputArgs>) {
+        #[derive(clap::Parser)]
+        struct Wrap {
+            #[command(flatten)]
+            input: InputArgs,
+        }
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        for (name, contents) in files {
+            let path = dir.path().join(name);
+            std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
+            std::fs::write(path, contents).expect("write");
+        }
+        let paths = named
+            .iter()
+            .map(|n| dir.path().join(n).display().to_string());
+        let argv = ["t".to_owned()]
+            .into_iter()
+            .chain(flags.iter().map(|f| (*f).to_owned()))
+            .chain(paths);
+        let parsed = <Wrap as clap::Parser>::try_parse_from(argv)
+            .map_err(anyhow::Error::from)
+            .and_then(|w| w.input.resolved());
+        (dir, parsed)
+    }
+
+    macro_rules! format_cases {
+        ($($name:ident: $files:expr, $named:expr, $flags:expr => $want:expr;)*) => {$(
+            #[test]
+            fn $name() {
+                let (_dir, got) = input_in(&$files, &$named, &$flags);
+                let got = got.map(|a| (a.format, a.jsonl, a.lines)).map_err(|e| format!("{e:#}"));
+                let want: Result<InputFormat, &str> = $want;
+                match (got, want) {
+                    (Ok((format, jsonl, lines)), Ok(want)) => {
+                        assert_eq!(format, Some(want));
+                        assert_eq!(jsonl, want == InputFormat::Jsonl);
+                        assert_eq!(lines, want == InputFormat::Lines);
+                    }
+                    (Err(e), Err(want)) => assert!(e.contains(want), "{e}"),
+                    (got, want) => panic!("got {got:?}, want {want:?}"),
+                }
+            }
+        )*};
+    }
+
+    const DOC: (&str, &str) = ("a.txt", "some words");
+    const JL: (&str, &str) = ("d.jsonl", "{\"text\": \"some words\"}\n");
+
+    format_cases! {
+        issue_41_jsonl_files_are_json_lines_without_a_flag:
+            [JL, ("e.ndjson", ""), ("f.json.gz", "")], ["d.jsonl", "e.ndjson", "f.json.gz"], [] => Ok(InputFormat::Jsonl);
+        text_files_are_documents: [DOC], ["a.txt"], [] => Ok(InputFormat::Text);
+        no_path_reads_stdin_as_a_document: [], [], [] => Ok(InputFormat::Text);
+        lines_flag_wins_over_names: [JL], ["d.jsonl"], ["--lines"] => Ok(InputFormat::Lines);
+        format_text_wins_over_names: [JL], ["d.jsonl"], ["--format", "text"] => Ok(InputFormat::Text);
+        jsonl_flag_reads_any_name: [DOC], ["a.txt"], ["--jsonl"] => Ok(InputFormat::Jsonl);
+        format_auto_detects: [JL], ["d.jsonl"], ["--format", "auto"] => Ok(InputFormat::Jsonl);
+        mixed_files_need_a_flag: [JL, DOC], ["d.jsonl", "a.txt"], [] => Err("pass --jsonl");
+        mixed_files_with_a_flag_are_read: [JL, DOC], ["d.jsonl", "a.txt"], ["--jsonl"] => Ok(InputFormat::Jsonl);
+        a_directory_of_json_lines_is_json_lines: [("dir/d.jsonl", ""), ("dir/x.png", "")], ["dir"], [] => Ok(InputFormat::Jsonl);
+        a_directory_with_documents_is_documents:
+            [("dir/d.jsonl", ""), ("dir/a.txt", "")], ["dir"], [] => Ok(InputFormat::Text);
+        files_decide_for_directories: [JL, ("dir/a.txt", "")], ["d.jsonl", "dir"], [] => Ok(InputFormat::Jsonl);
+        issue_41_a_missing_file_is_an_error_naming_it:
+            [JL], ["d.jsonl", "missing.jsonl"], [] => Err("missing.jsonl: No such file or directory");
+        a_missing_directory_is_an_error: [], ["nodir/"], ["--jsonl"] => Err("cannot open input");
+        field_flags_work_with_detected_json_lines: [JL], ["d.jsonl"], ["--text-field", "body"] => Ok(InputFormat::Jsonl);
+        field_flags_with_text_input_name_the_flag:
+            [DOC], ["a.txt"], ["--text-field", "body"] => Err("--text-field body names a JSON field");
+        id_field_with_lines_names_the_flag:
+            [DOC], ["a.txt"], ["--lines", "--id-field", "key"] => Err("--id-field key names a JSON field");
+        lines_and_jsonl_conflict: [DOC], ["a.txt"], ["--lines", "--jsonl"] => Err("cannot be used with");
+    }
+
+    #[test]
+    fn resolving_twice_changes_nothing() {
+        let (_dir, args) = input_in(&[JL], &["d.jsonl"], &[]);
+        let args = args.expect("resolves");
+        let again = args.resolved().expect("resolves again");
+        assert_eq!(
+            (again.format, again.jsonl, again.lines),
+            (args.format, args.jsonl, args.lines)
+        );
+    }
+
+    #[test]
+    fn directories_read_and_skip_by_the_format() {
+        let files = [
+            ("dir/a.txt", "first document here"),
+            ("dir/sub/b.html", "<p>second document</p>"),
+            (
+                "dir/c.jsonl",
+                "{\"id\": \"c1\", \"text\": \"one\"}\n{\"id\": \"c2\", \"text\": \"two\"}\n",
+            ),
+            ("dir/d.png", "png"),
+        ];
+        let read = |args: &InputArgs| {
+            let mut got = Vec::new();
+            for_each(args, |r| {
+                got.push(r.map(|r| r.id).map_err(|r| r.to_string()));
+                Ok(())
+            })
+            .expect("reads");
+            got
+        };
+        let name = |dir: &tempfile::TempDir, rel: &str| dir.path().join(rel);
+        let (dir, args) = input_in(&files, &["dir"], &[]);
+        let args = args.expect("resolves");
+        assert_eq!(
+            read(&args),
+            [Ok("a.txt".to_owned()), Ok("sub/b.html".to_owned())]
+        );
+        let skipped = skipped_files(&args);
+        assert_eq!(
+            skipped,
+            [name(&dir, "dir/c.jsonl"), name(&dir, "dir/d.png")]
+        );
+        let note = skipped_note(&skipped, &args).expect("a note");
+        assert!(
+            note.starts_with("skipped 2 files in input directories"),
+            "{note}"
+        );
+        assert!(note.contains("pass --jsonl"), "{note}");
+        assert!(note.contains("c.jsonl") && note.contains("d.png"), "{note}");
+        assert_eq!(total_bytes(&args), Some(19 + 22));
+
+        let (dir, args) = input_in(&files, &["dir"], &["--jsonl"]);
+        let args = args.expect("resolves");
+        assert_eq!(read(&args), [Ok("c1".to_owned()), Ok("c2".to_owned())]);
+        let skipped = skipped_files(&args);
+        assert_eq!(
+            skipped,
+            [
+                name(&dir, "dir/a.txt"),
+                name(&dir, "dir/d.png"),
+                name(&dir, "dir/sub/b.html")
+            ]
+        );
+        let note = skipped_note(&skipped, &args).expect("a note");
+        assert!(note.ends_with("sub/b.html"), "{note}");
+        assert!(!note.contains("pass --jsonl"), "{note}");
+    }
+
+    #[test]
+    fn the_skipped_note_names_the_first_few() {
+        let args = InputArgs::for_files(Vec::new(), InputFormat::Text);
+        let skipped: Vec<PathBuf> = (0..5)
+            .map(|i| PathBuf::from(format!("d/{i}.png")))
+            .collect();
+        assert_eq!(
+            skipped_note(&skipped, &args).as_deref(),
+            Some("skipped 5 files in input directories (.txt, .html and .htm files are read): d/0.png, d/1.png, d/2.png, and 2 more")
+        );
+        assert_eq!(skipped_note(&[], &args), None);
+    }
+
+    #[test]
+    fn a_named_file_that_went_away_is_an_error_not_a_reject() {
+        let (dir, args) = input_in(&[JL], &["d.jsonl"], &["--no-mmap"]);
+        let args = args.expect("resolves");
+        std::fs::remove_file(dir.path().join("d.jsonl")).expect("rm");
+        let err = for_each(&args, |_| Ok(())).expect_err("an error");
+        assert!(format!("{err}").starts_with("cannot open input "), "{err}");
+    }
 
     /// `s` as a JSON string literal with every character a `\u` escape (surrogate pairs
     /// beyond the basic plane).

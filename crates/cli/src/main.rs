@@ -2,6 +2,7 @@
 
 mod args;
 mod cmd;
+mod exit;
 mod input;
 mod output;
 
@@ -47,7 +48,19 @@ fn tune_allocator(command: &args::Command) {
 }
 
 fn main() -> ExitCode {
-    let args = args::Cli::parse();
+    let args = match args::Cli::try_parse() {
+        Ok(args) => args,
+        Err(err) => {
+            // Help and version go to stdout and exit 0; a usage error is an error (3), not
+            // clap's 2, which here means "done, some records rejected".
+            let _ = err.print();
+            return ExitCode::from(if err.use_stderr() {
+                exit::ERROR
+            } else {
+                exit::DONE
+            });
+        }
+    };
     tune_allocator(&args.command);
     match cmd::run(args) {
         Ok(code) => code,
@@ -61,7 +74,7 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             eprintln!("neardup: {err:#}");
-            ExitCode::from(2)
+            ExitCode::from(exit::of_error(&err))
         }
     }
 }

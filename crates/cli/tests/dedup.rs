@@ -178,7 +178,7 @@ fn bundled_example_is_deduplicated_and_a_rerun_completes_without_double_merges()
             "blake2b",
         ],
     );
-    assert_eq!(other.code, 2);
+    assert_eq!(other.code, 3);
     assert!(
         other.stderr.contains("fingerprint profile"),
         "{}",
@@ -205,7 +205,7 @@ fn bad_records_go_to_rejects_with_file_line_and_reason() {
             "dedup", "--jsonl", "in.jsonl", "--out", "out", "--store", "s.db",
         ],
     );
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.code, 2, "done, some records rejected: {}", run.stderr);
     let out = dir.path().join("out");
     let rejects = lines(&out.join("rejects.jsonl"));
     let reasons: Vec<(u64, String)> = rejects
@@ -221,7 +221,7 @@ fn bad_records_go_to_rejects_with_file_line_and_reason() {
     assert!(reasons[0].0 == 2 && reasons[0].1.contains("malformed JSON"));
     assert!(reasons[1].0 == 3 && reasons[1].1.contains("missing text"));
     assert!(reasons[2].0 == 4 && reasons[2].1.contains("first_seen"));
-    assert!(reasons[3].0 == 5 && reasons[3].1.contains("duplicate id"));
+    assert!(reasons[3].0 == 5 && reasons[3].1.starts_with("duplicate id with different text"));
     assert!(rejects.iter().all(|r| r["file"] == "in.jsonl"));
     assert_eq!(report(&out)["accounting_balanced"], true);
     // The near-duplicate seen earlier survives and keeps both URLs and the earliest time.
@@ -238,7 +238,7 @@ fn bad_records_go_to_rejects_with_file_line_and_reason() {
             "dedup", "--jsonl", "in.jsonl", "--out", "o2", "--store", "t.db", "--strict",
         ],
     );
-    assert_eq!(strict.code, 2);
+    assert_eq!(strict.code, 3);
     assert!(
         strict.stderr.contains("in.jsonl:2: malformed JSON"),
         "{}",
@@ -324,7 +324,7 @@ fn directories_of_html_and_text_compressed_input_query_and_erase() {
             "t.db",
         ],
     );
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.code, 2, "the .bz2 file is rejected: {}", run.stderr);
     let r = report(&dir.path().join("o2"));
     assert_eq!(r["kept"], 1);
     let rejects = lines(&dir.path().join("o2/rejects.jsonl"));
@@ -781,32 +781,12 @@ fn rusqlite_count(db: &Path) -> i64 {
 }
 
 #[test]
-fn a_run_another_process_writes_to_decides_again_what_it_had_not_committed() {
-    // A long run commits each batch while it decides the next, without the store's lock;
-    // short runs write to the same store meanwhile. The long run's first batch committed
-    // after such a write is refused (it was decided without that write's records): it
-    // opens the store again, decides what was not committed again under the lock, and
-    // goes on. Every run completes, every record is stored once. Whether a short run lands
-    // while the long one commits behind is a race (a loaded machine may start the short
-    // runs too slowly): every attempt checks the outcome, and a longer run is tried until
-    // one has met a write.
-    let mut attempts = Vec::new();
-    for n in [4000usize, 12_000, 36_000] {
-        let (conflicted, shorts) = run_beside_short_runs(n);
-        attempts.push((n, shorts));
-        if conflicted {
-            return;
-        }
-    }
-    panic!("no short run wrote while the long run committed behind: (records, short runs) {attempts:?}");
-}
-
-/// One long run of `n` records beside short runs on the same store, its outcome checked:
-/// whether the long run met another process's write, and how many short runs there were.
-fn run_beside_short_runs(n: usize) -> (bool, usize) {
+fn a_second_run_on_a_store_waits_for_the_first_and_both_account_for_their_input() {
+    // One process writes to a store file at a time: a short run started while a long run
+    // writes says it waits, waits, and then deduplicates against everything the long run
+    // stored. Each run's outputs account for its own input.
     let dir = tempfile::tempdir().unwrap();
-    // Texts of their own (prose repeats every 26 seeds), for the boilerplate pass to keep
-    // each page's analysis.
+    let n = 6000usize;
     let text_of = |m: usize| format!("{} {m}", prose(m));
     let mut input = String::new();
     for i in 0..n {
@@ -814,9 +794,6 @@ fn run_beside_short_runs(n: usize) -> (bool, usize) {
         if i % 2 == 1 {
             text.push_str(" amended");
         }
-        // Forty hosts of 100 to 900 pages: the boilerplate pass reads every page whole,
-        // and the main pass takes them without decoding their text again, so a redo has to
-        // put the texts back.
         let url = format!("https://site{}.example/r{i}", i % 40);
         let line = serde_json::json!({"id": format!("r{i}"), "url": url, "body_text": text});
         input.push_str(&line.to_string());
@@ -826,7 +803,6 @@ fn run_beside_short_runs(n: usize) -> (bool, usize) {
     let long = Command::new(env!("CARGO_BIN_EXE_neardup"))
         .args([
             "dedup",
-            "--jsonl",
             "in.jsonl",
             "--out",
             "out-long",
@@ -840,74 +816,267 @@ fn run_beside_short_runs(n: usize) -> (bool, usize) {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Short runs until the long one ends: each stores a copy of one of its texts.
-    let short_run = |k: usize| -> Run {
-        let name = format!("short{k}.jsonl");
-        let line =
-            serde_json::json!({"id": format!("s{k}"), "body_text": text_of(k * 7 % (n / 2))});
-        std::fs::write(dir.path().join(&name), format!("{line}\n")).unwrap();
-        let out = format!("out-short{k}");
-        neardup(
-            dir.path(),
-            &[
-                "dedup", "--jsonl", &name, "--out", &out, "--store", "s.db", "--quiet",
-            ],
-        )
-    };
-    let mut long = long;
-    let mut shorts = 0usize;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
-    while long.try_wait().unwrap().is_none() {
-        let r = short_run(shorts);
-        assert_eq!(r.code, 0, "short run {shorts}: {}", r.stderr);
-        shorts += 1;
+    // The long run holds the lock once its lock file names it.
+    let lock = dir.path().join("s.db.lock");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !std::fs::read_to_string(&lock).is_ok_and(|t| t.starts_with("neardup dedup")) {
         assert!(
             std::time::Instant::now() < deadline,
-            "the long run did not end"
+            "the long run never took the lock"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let line = serde_json::json!({"id": "s0", "body_text": text_of(7)});
+    std::fs::write(dir.path().join("short.jsonl"), format!("{line}\n")).unwrap();
+    // Refused at once with --no-wait, naming the holder (unless the long run just ended).
+    let refused = neardup(
+        dir.path(),
+        &[
+            "dedup",
+            "short.jsonl",
+            "--out",
+            "out-refused",
+            "--store",
+            "s.db",
+            "--no-wait",
+        ],
+    );
+    let short = neardup(
+        dir.path(),
+        &[
+            "dedup",
+            "short.jsonl",
+            "--out",
+            "out-short",
+            "--store",
+            "s.db",
+        ],
+    );
+    let long = long.wait_with_output().unwrap();
+    assert!(
+        long.status.success(),
+        "{}",
+        String::from_utf8_lossy(&long.stderr)
+    );
+    assert_eq!(short.code, 0, "{}", short.stderr);
+    if refused.code != 0 {
+        assert_eq!(refused.code, 5, "{}", refused.stderr);
+        assert!(
+            refused
+                .stderr
+                .contains("s.db is in use by neardup dedup (pid "),
+            "{}",
+            refused.stderr
+        );
+        assert!(
+            short.stderr.contains("is in use by neardup dedup (pid ")
+                && short.stderr.contains("waiting for it to finish"),
+            "{}",
+            short.stderr
         );
     }
-    let out = long.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    let conflicted = stderr.contains("another process wrote to");
     let r = report(&dir.path().join("out-long"));
     assert_eq!(r["accounting_balanced"], true);
     assert_eq!(r["input_records"], n);
+    let kept = lines(&dir.path().join("out-long/kept.jsonl")).len() as u64;
     let merges = lines(&dir.path().join("out-long/merges.jsonl"));
-    let mut merged: Vec<&str> = merges
-        .iter()
-        .map(|m| m["merged"].as_str().unwrap())
-        .collect();
-    let count = merged.len();
-    merged.sort_unstable();
-    merged.dedup();
-    assert_eq!(merged.len(), count, "a record was merged twice");
-    let kept = lines(&dir.path().join("out-long/kept.jsonl")).len();
-    assert_eq!(kept as u64, r["kept"].as_u64().unwrap());
-    let conn = rusqlite::Connection::open(dir.path().join("s.db")).unwrap();
-    let (rows, ids): (i64, i64) = conn
-        .query_row(
-            "SELECT count(*), count(DISTINCT id) FROM records",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .unwrap();
-    assert_eq!((rows, ids), ((n + shorts) as i64, (n + shorts) as i64));
-    // Each short run's copy shares its cluster with the long run's record of that text,
-    // whichever of them came first.
-    let survivor = |id: &str| -> i64 {
-        conn.query_row("SELECT survivor FROM records WHERE id = ?1", [id], |r| {
-            r.get(0)
-        })
-        .unwrap()
-    };
-    for k in 0..shorts {
-        let original = format!("r{}", 2 * (k * 7 % (n / 2)));
-        assert_eq!(survivor(&format!("s{k}")), survivor(&original), "s{k}");
+    assert_eq!(kept, r["kept"].as_u64().unwrap());
+    assert_eq!(merges.len() as u64, r["merged"].as_u64().unwrap());
+    assert_eq!(kept + merges.len() as u64, n as u64);
+    // The short run came after: its copy of r14 is an exact duplicate of it.
+    let merges = lines(&dir.path().join("out-short/merges.jsonl"));
+    assert_eq!(merges.len(), 1, "{merges:?}");
+    assert_eq!(merges[0]["merged"], "s0");
+    assert_eq!(merges[0]["rule"], "exact");
+}
+
+#[test]
+fn issue_41_a_repeated_id_is_rejected_naming_the_first_and_every_record_is_accounted_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = prose(1);
+    let b = prose(2);
+    let records = [
+        serde_json::json!({"id": "a", "body_text": a}),
+        serde_json::json!({"id": "b", "body_text": b}),
+        // A near copy of a: merged into it.
+        serde_json::json!({"id": "a2", "body_text": a.replacen("storm", "gale", 1)}),
+        // The kept record again, the merged record again, and a's id over other text.
+        serde_json::json!({"id": "a", "body_text": a}),
+        serde_json::json!({"id": "a2", "body_text": a.replacen("storm", "gale", 1)}),
+        serde_json::json!({"id": "a", "body_text": prose(3)}),
+    ];
+    let input: String = records.iter().map(|r| format!("{r}\n")).collect();
+    std::fs::write(dir.path().join("in.jsonl"), input).unwrap();
+    let args = ["dedup", "in.jsonl", "--out", "out", "--store", "s.db"];
+    for run_number in 0..2 {
+        let run = neardup(dir.path(), &args);
+        assert_eq!(run.code, 2, "run {run_number}: {}", run.stderr);
+        let out = dir.path().join("out");
+        let r = report(&out);
+        assert_eq!(r["accounting_balanced"], true, "{r}");
+        assert_eq!(
+            (r["kept"].as_u64(), r["merged"].as_u64()),
+            (Some(2), Some(1)),
+            "{r}"
+        );
+        assert_eq!(r["rejected"], 3);
+        assert_eq!(r["decisions"]["duplicate_ids"], 3);
+        let rejects = lines(&out.join("rejects.jsonl"));
+        let got: Vec<(u64, &str, &str)> = rejects
+            .iter()
+            .map(|r| {
+                (
+                    r["line"].as_u64().unwrap(),
+                    r["id"].as_str().unwrap(),
+                    r["reason"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(got.len(), 3, "{got:?}");
+        assert_eq!((got[0].0, got[0].1), (4, "a"));
+        assert!(
+            got[0]
+                .2
+                .starts_with("duplicate id \"a\": the same record as in.jsonl:1"),
+            "{}",
+            got[0].2
+        );
+        assert_eq!((got[1].0, got[1].1), (5, "a2"));
+        assert!(
+            got[1].2.contains("the same record as in.jsonl:3"),
+            "{}",
+            got[1].2
+        );
+        assert_eq!((got[2].0, got[2].1), (6, "a"));
+        assert!(
+            got[2].2.starts_with(
+                "duplicate id with different text: \"a\" was first used by in.jsonl:1"
+            ),
+            "{}",
+            got[2].2
+        );
+        // Each merged record is in merges.jsonl once; the kept ones in kept.jsonl once.
+        let merges = lines(&out.join("merges.jsonl"));
+        assert_eq!(merges.len(), 1, "run {run_number}: {merges:?}");
+        assert_eq!(merges[0]["merged"], "a2");
+        let kept: Vec<String> = lines(&out.join("kept.jsonl"))
+            .iter()
+            .map(|k| k["id"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(kept, ["a", "b"]);
     }
-    let ok: String = conn
-        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+    // The first text of "a" stays in the store: a query by it finds a.
+    let stored: String = rusqlite::Connection::open(dir.path().join("s.db"))
+        .unwrap()
+        .query_row("SELECT count(*) FROM records", [], |r| r.get::<_, i64>(0))
+        .map(|n| n.to_string())
         .unwrap();
-    assert_eq!(ok, "ok");
-    (conflicted, shorts)
+    assert_eq!(stored, "3");
+}
+
+#[test]
+fn issue_41_exit_codes_follow_the_documented_table() {
+    let dir = tempfile::tempdir().unwrap();
+    // A usage error is an error (3), not "some records rejected" (2).
+    let run = neardup(dir.path(), &["dedup", "--no-such-flag"]);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    // Help documents the table and exits 0.
+    let help = neardup(dir.path(), &["dedup", "--help"]);
+    assert_eq!(help.code, 0);
+    for line in [
+        "Exit codes:",
+        "2  done, but some records were rejected",
+        "5  the store is in use",
+    ] {
+        assert!(help.stdout.contains(line), "{line}: {}", help.stdout);
+    }
+    // A clean run is 0; --strict makes a reject an error.
+    let good = serde_json::json!({"id": "a", "body_text": prose(1)});
+    let dup = serde_json::json!({"id": "a", "body_text": prose(1)});
+    std::fs::write(dir.path().join("ok.jsonl"), format!("{good}\n")).unwrap();
+    std::fs::write(dir.path().join("dup.jsonl"), format!("{good}\n{dup}\n")).unwrap();
+    let run = neardup(
+        dir.path(),
+        &["dedup", "ok.jsonl", "--out", "o1", "--store", "s1.db"],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let run = neardup(
+        dir.path(),
+        &[
+            "dedup",
+            "dup.jsonl",
+            "--out",
+            "o2",
+            "--store",
+            "s2.db",
+            "--strict",
+        ],
+    );
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("dup.jsonl:2: duplicate id"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn issue_41_a_busy_store_is_refused_with_no_wait_naming_its_holder() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(["serve", "--store", "s.db", "--listen", "127.0.0.1:0"])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let lock = dir.path().join("s.db.lock");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !std::fs::read_to_string(&lock).is_ok_and(|t| t.starts_with("neardup serve")) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server never took the lock"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let good = serde_json::json!({"id": "a", "body_text": prose(1)});
+    std::fs::write(dir.path().join("in.jsonl"), format!("{good}\n")).unwrap();
+    let run = neardup(
+        dir.path(),
+        &[
+            "dedup",
+            "in.jsonl",
+            "--out",
+            "o",
+            "--store",
+            "s.db",
+            "--no-wait",
+        ],
+    );
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(run.code, 5, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(&format!(
+            "s.db is in use by neardup serve (pid {}",
+            server.id()
+        )),
+        "{}",
+        run.stderr
+    );
+    assert!(!dir.path().join("o/report.json").exists());
+    // Once the server is gone, the same run goes through.
+    let run = neardup(
+        dir.path(),
+        &[
+            "dedup",
+            "in.jsonl",
+            "--out",
+            "o",
+            "--store",
+            "s.db",
+            "--no-wait",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
 }

@@ -189,7 +189,7 @@ fn ids_resolve_against_a_corpus() {
     let v: Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(v["pairs"], 46);
     let missing = neardup(&fixtures(), &["tune", "--pairs", "truth.jsonl"]);
-    assert_eq!(missing.code, 2);
+    assert_eq!(missing.code, 3);
     assert!(
         missing
             .stderr
@@ -218,13 +218,13 @@ fn bad_pairs_files_name_the_file_and_line() {
     ];
     for (file, message) in cases {
         let run = neardup(&fixtures(), &["tune", "--pairs", file]);
-        assert_eq!(run.code, 2, "{file}: {}", run.stdout);
+        assert_eq!(run.code, 3, "{file}: {}", run.stdout);
         assert!(run.stderr.contains(message), "{file}: {}", run.stderr);
     }
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("one.tsv"), "just one column\n").unwrap();
     let run = neardup(dir.path(), &["tune", "--pairs", "one.tsv"]);
-    assert_eq!(run.code, 2);
+    assert_eq!(run.code, 3);
     assert!(
         run.stderr.contains("one.tsv:1: missing side b"),
         "{}",
@@ -236,7 +236,7 @@ fn bad_pairs_files_name_the_file_and_line() {
     )
     .unwrap();
     let run = neardup(dir.path(), &["tune", "--pairs", "weight.jsonl"]);
-    assert_eq!(run.code, 2);
+    assert_eq!(run.code, 3);
     assert!(run
         .stderr
         .contains("weight.jsonl:1: \"weight\" must be a positive number"));
@@ -251,7 +251,7 @@ fn bad_pairs_files_name_the_file_and_line() {
             "out.gif",
         ],
     );
-    assert_eq!(run.code, 2);
+    assert_eq!(run.code, 3);
     assert!(
         run.stderr.contains("must end in .png or .svg"),
         "{}",
@@ -346,7 +346,7 @@ fn unlabelled_pairs_answer_only_the_inverse_question() {
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
     let refused = neardup(dir.path(), &["tune", "--pairs", "unlabelled.jsonl"]);
-    assert_eq!(refused.code, 2);
+    assert_eq!(refused.code, 3);
     assert!(
         refused
             .stderr
@@ -513,7 +513,7 @@ fn eval_of_a_dedup_run_reads_merges_and_clusters_alike() {
             "bad.jsonl",
         ],
     );
-    assert_eq!(bad.code, 2);
+    assert_eq!(bad.code, 3);
     assert!(
         bad.stderr.contains("bad.jsonl:2: neither a cluster"),
         "{}",
@@ -530,7 +530,7 @@ fn eval_of_a_dedup_run_reads_merges_and_clusters_alike() {
             "out/merges.jsonl",
         ],
     );
-    assert_eq!(texts.code, 2);
+    assert_eq!(texts.code, 3);
     assert!(
         texts
             .stderr
@@ -610,7 +610,7 @@ fn eval_of_a_dedup_run_reads_merges_and_clusters_alike() {
         dir.path(),
         &["explain", "--store", "db.sqlite", "--id", "art0", "nope"],
     );
-    assert_eq!(missing.code, 2);
+    assert_eq!(missing.code, 3);
     assert!(missing.stderr.contains("id \"nope\" is not in store"));
 }
 
@@ -679,7 +679,7 @@ fn explain_shows_the_edit_and_the_decision() {
         short.stdout
     );
     let empty = neardup(dir.path(), &["explain", "...", "text"]);
-    assert_eq!(empty.code, 2);
+    assert_eq!(empty.code, 3);
 }
 
 #[test]
@@ -756,7 +756,7 @@ fn explain_removes_a_hosts_learned_boilerplate() {
             "b.txt",
         ],
     );
-    assert_eq!(unknown.code, 2);
+    assert_eq!(unknown.code, 3);
     assert!(unknown
         .stderr
         .contains("no boilerplate was learned for host \"other.org\""));

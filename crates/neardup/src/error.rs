@@ -89,6 +89,14 @@ pub enum Error {
         /// The profile of this run.
         current: String,
     },
+    /// Another process holds the store's writer lock ([`WriterLock`](crate::store::WriterLock)).
+    #[error("store {} is in use by {holder}: one process writes to a store at a time; wait for it to finish", .path.display())]
+    StoreBusy {
+        /// The store's location.
+        path: PathBuf,
+        /// Who holds it: command, process id and since when, as the holder recorded them.
+        holder: String,
+    },
     /// An earlier commit failed, so the in-memory state no longer matches the store.
     #[error("an earlier write to the store failed; reopen the store to continue from its last committed state")]
     Poisoned,

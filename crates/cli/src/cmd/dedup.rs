@@ -62,6 +62,11 @@ pub struct DedupArgs {
     /// store); saves about a tenth of the CPU time on 1.5 KB records, less on longer ones.
     #[arg(long)]
     pub no_language: bool,
+    /// Refuse to start (exit code 5) when another process is writing to the store, instead
+    /// of waiting for it to finish. One process writes to a store file at a time, so that
+    /// a run's outputs account for its input.
+    #[arg(long)]
+    pub no_wait: bool,
     /// Records per committed batch (fewer where they are large: a batch's input is at most
     /// 64 MiB).
     #[arg(long, value_name = "N", default_value_t = 4096)]
@@ -248,7 +253,11 @@ fn write_outputs(d: Decided, state: &mut RunState) -> anyhow::Result<()> {
     state.counts.input += a.inputs;
     state.counts.text_bytes += a.text_bytes;
     for reject in &a.rejects {
-        state.reject(&reject.origin.to_string(), None, &reject.reason)?;
+        state.reject(
+            &reject.origin.to_string(),
+            reject.id.as_deref(),
+            &reject.reason,
+        )?;
     }
     for ((record, (object, origin)), outcome) in a.records.iter().zip(a.extras).zip(outcomes) {
         state.record_outcome(record, object, &origin, outcome)?;
@@ -331,6 +340,8 @@ struct Counts {
     /// Clusters a record bridged fused with its own (their survivors merged).
     fused: u64,
     already_stored: u64,
+    /// Records whose id an earlier record of this input has (rejected).
+    duplicate_ids: u64,
     rejected: u64,
     text_bytes: u64,
     verify_rejections: u64,
@@ -359,6 +370,8 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
     }
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating output directory {}", args.out.display()))?;
+    let _lock = super::lock_store(&args.store, "neardup dedup", args.no_wait)?;
+    let skipped = input::skipped_files(&args.input);
     let total_bytes = input::total_bytes(&args.input);
     let expected = total_bytes.map_or(0, |b| b / 2048);
     let mut deduper = super::open_deduper_with(
@@ -403,7 +416,10 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
     let mut state = RunState {
         out,
         counts: Counts::default(),
+        strict: args.strict,
         run_ids: Vec::new(),
+        run_origins: HashMap::new(),
+        merge_logged: HashSet::new(),
         already_merged: HashSet::new(),
         maps: SpoolMaps::default(),
         hosts: BTreeMap::new(),
@@ -535,13 +551,31 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
             }
         })?;
         for e in entries {
-            state.out.merge(&e)?;
+            state.log_merge(&e)?;
         }
     }
-    let (kept, merged) = state.write_kept_and_clusters(&deduper)?;
+    let (kept, merged, unlogged) = state.write_kept_and_clusters(&deduper)?;
+    // Records of this run merged by another process's decision (a Redis store, shared by
+    // many writers): their merge-log entries are that process's, and come from the store.
+    let mut unlogged_left = unlogged.len() as u64;
+    if !unlogged.is_empty() {
+        let mut wanted: HashSet<String> = unlogged.into_iter().collect();
+        let mut entries = Vec::new();
+        deduper.store().merges(&mut |m| {
+            if wanted.remove(&m.merged) {
+                entries.push(m);
+            }
+        })?;
+        unlogged_left = wanted.len() as u64;
+        for e in entries {
+            state.log_merge(&e)?;
+        }
+    }
     let stats = deduper.stats();
     let c = &state.counts;
-    let balanced = c.input == kept + merged + c.rejected;
+    let accepted = state.run_ids.len() as u64;
+    let balanced =
+        c.input == kept + merged + c.rejected && accepted == kept + merged && unlogged_left == 0;
     let elapsed = started.elapsed().as_secs_f64();
     let largest_warning = stats.largest_cluster >= 1000
         || (stats.records > 100 && stats.largest_cluster * 20 > stats.records);
@@ -562,9 +596,12 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
         "merged": merged,
         "rejected": c.rejected,
         "accounting_balanced": balanced,
+        "accepted_records": accepted,
+        "merged_without_merge_log_entry": unlogged_left,
         "decisions": {
             "new": c.new, "too_short": c.too_short, "exact": c.exact, "near": c.near, "short_near": c.short_near,
             "displaced_survivors": c.displaced_survivor, "already_stored": c.already_stored,
+            "duplicate_ids": c.duplicate_ids,
             "fused_clusters": c.fused,
         },
         "verification_rejections": c.verify_rejections,
@@ -590,6 +627,9 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
             "memory_bytes": stats.index.memory_bytes,
         },
         "boilerplate_hosts": hosts,
+        // Files below input directories that are not read (not documents of the input's
+        // format): named, so that nothing is left out unsaid.
+        "skipped_files": skipped.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
         "timings_seconds": {
             "boilerplate": round(learned_at.as_secs_f64(), 3),
             "dedup": round((deduped_at - learned_at).as_secs_f64(), 3),
@@ -617,18 +657,44 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
             stats.index.largest_bucket,
             args.out.display()
         );
+        if let Some(note) = input::skipped_note(&skipped, &args.input) {
+            eprintln!("neardup: {note}");
+        }
         if largest_warning {
             eprintln!("neardup: warning: the largest group holds {} records: that is usually an empty identity field or an extraction failure, not real duplication", stats.largest_cluster);
         }
-        if !balanced {
-            eprintln!("neardup: warning: {} input records but {kept} kept + {merged} merged + {} rejected", c.input, c.rejected);
-        }
     }
-    Ok(if balanced {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(2)
-    })
+    if !balanced {
+        let mut detail = Vec::new();
+        if accepted != kept + merged {
+            detail.push(format!(
+                "{accepted} records accepted, {} of them kept or merged",
+                kept + merged
+            ));
+        }
+        if c.input != accepted + c.rejected {
+            detail.push(format!(
+                "{} records read, {} accepted or rejected",
+                c.input,
+                accepted + c.rejected
+            ));
+        }
+        if unlogged_left > 0 {
+            detail.push(format!(
+                "{unlogged_left} merged records without a merge-log entry"
+            ));
+        }
+        return Err(crate::exit::Unbalanced {
+            input: c.input,
+            kept,
+            merged,
+            rejected: c.rejected,
+            sum: kept + merged + c.rejected,
+            detail: detail.join("; "),
+        }
+        .into());
+    }
+    Ok(crate::exit::done(c.rejected))
 }
 
 /// How much lower (in nice levels) analysis threads run than the thread that decides.
@@ -697,6 +763,7 @@ fn without_text(r: input::Record, args: &InputArgs) -> Result<Record, Reject> {
         None => None,
         Some(t) => Some(Timestamp::parse_rfc3339(t).map_err(|e| Reject {
             origin: r.origin.clone(),
+            id: Some(r.id.clone()),
             reason: format!("field {:?}: {e}", args.time_field),
         })?),
     };
@@ -1381,9 +1448,16 @@ impl Outputs {
 
 struct RunState {
     out: Outputs,
+    /// `--strict`: a record rejected by its decision (a duplicate id, say) ends the run.
+    strict: bool,
     counts: Counts,
     /// Ids of this run's records that were accepted (not rejected), in order.
     run_ids: Vec<String>,
+    /// Where each of them came from (`file:line`), by the hash of its id: a later record
+    /// of the input with the same id is rejected, naming it.
+    run_origins: HashMap<u128, Box<str>>,
+    /// The hashes of the merged ids of merges.jsonl's entries so far.
+    merge_logged: HashSet<u128>,
     /// Ids stored by an earlier run as merged records.
     already_merged: HashSet<String>,
     hosts: BTreeMap<String, HostShare>,
@@ -1403,6 +1477,10 @@ impl RunState {
             &json!({"file": file, "line": line, "id": id, "reason": reason}),
         )?;
         self.out.rejects.write_all(b"\n")?;
+        if self.strict {
+            self.out.rejects.flush()?;
+            bail!("{origin}: {reason} (--strict)");
+        }
         Ok(())
     }
 
@@ -1466,8 +1544,29 @@ impl RunState {
             s.shingles += outcome.shingles as u64;
             s.removed += outcome.boilerplate_removed as u64;
         }
+        if let Some(first) = self.run_origins.get(&id_hash(&record.id)) {
+            // The same id again in this input: the first record stands, this one is
+            // rejected (a rerun's records, stored by an earlier run, are not in the map).
+            let reason = match &outcome.decision {
+                Decision::AlreadyStored { .. } => Some(format!(
+                    "duplicate id {:?}: the same record as {first} (an id is used once per input; the first is kept as decided)",
+                    record.id
+                )),
+                Decision::Rejected { reason } if reason.starts_with("duplicate id") => {
+                    Some(format!(
+                        "duplicate id with different text: {:?} was first used by {first} (ids must be unique; the first record is kept as it was)",
+                        record.id
+                    ))
+                }
+                _ => None,
+            };
+            if let Some(reason) = reason {
+                self.counts.duplicate_ids += 1;
+                return self.reject(origin, Some(&record.id), &reason);
+            }
+        }
         for m in &outcome.merges {
-            self.out.merge(m)?;
+            self.log_merge(m)?;
         }
         self.counts.fused += outcome.fused as u64;
         match outcome.decision {
@@ -1499,16 +1598,24 @@ impl RunState {
                 }
             }
         }
+        self.run_origins.insert(id_hash(&record.id), origin.into());
         self.run_ids.push(record.id.clone());
         Ok(())
     }
 
+    /// Writes a merge-log entry to merges.jsonl.
+    fn log_merge(&mut self, e: &MergeLogEntry) -> anyhow::Result<()> {
+        self.merge_logged.insert(id_hash(&e.merged));
+        self.out.merge(e)
+    }
+
     /// Writes kept.jsonl (this run's records that survive) and clusters.jsonl (clusters of
-    /// two or more touched by this run); returns (kept, merged) counts of this run's records.
+    /// two or more touched by this run); returns (kept, merged) counts of this run's records
+    /// and the ids of its merged records that merges.jsonl has no entry for yet.
     fn write_kept_and_clusters(
         &mut self,
         deduper: &Deduper<Box<dyn Store>>,
-    ) -> anyhow::Result<(u64, u64)> {
+    ) -> anyhow::Result<(u64, u64, Vec<String>)> {
         self.out.spool.flush()?;
         let dir = self.out.dir.clone();
         let kept_path = dir.join("kept.jsonl");
@@ -1520,79 +1627,85 @@ impl RunState {
         let mut released = std::mem::take(&mut maps.released);
         let maps = &maps;
         let run_ids = &self.run_ids;
-        let (kept, merged) = std::thread::scope(|scope| -> anyhow::Result<(u64, u64)> {
-            // clusters.jsonl needs only the deduper: it is written meanwhile, on a thread of
-            // its own (kept.jsonl's writer spends its time in the kernel, copying).
-            let clusters = scope.spawn(|| write_clusters(&dir, run_ids, deduper));
-            type Rendered = (Vec<input::LineBytes>, Vec<Option<KeptLine>>);
-            let (tx, rx) = std::sync::mpsc::sync_channel::<Rendered>(1);
-            let kept_out = &mut kept_out;
-            let writer = scope.spawn(move || -> anyhow::Result<u64> {
-                let mut kept = 0u64;
-                let mut written: HashSet<String> = HashSet::new();
-                for (chunk, rendered) in rx {
-                    kept += write_kept_chunk(
-                        &chunk,
-                        rendered,
-                        maps,
-                        &mut released,
-                        kept_out,
-                        &mut written,
-                    )?;
-                }
-                Ok(kept)
-            });
-            let mut chunk = Vec::with_capacity(KEPT_CHUNK);
-            let read = input::for_each_line(&dir.join(".kept.spool"), |line| {
-                chunk.push(line);
-                if chunk.len() == KEPT_CHUNK {
+        let logged = &self.merge_logged;
+        let (kept, merged) =
+            std::thread::scope(|scope| -> anyhow::Result<(u64, (u64, Vec<String>))> {
+                // clusters.jsonl needs only the deduper: it is written meanwhile, on a thread of
+                // its own (kept.jsonl's writer spends its time in the kernel, copying).
+                let clusters = scope.spawn(|| write_clusters(&dir, run_ids, logged, deduper));
+                type Rendered = (Vec<input::LineBytes>, Vec<Option<KeptLine>>);
+                let (tx, rx) = std::sync::mpsc::sync_channel::<Rendered>(1);
+                let kept_out = &mut kept_out;
+                let writer = scope.spawn(move || -> anyhow::Result<u64> {
+                    let mut kept = 0u64;
+                    let mut written: HashSet<String> = HashSet::new();
+                    for (chunk, rendered) in rx {
+                        kept += write_kept_chunk(
+                            &chunk,
+                            rendered,
+                            maps,
+                            &mut released,
+                            kept_out,
+                            &mut written,
+                        )?;
+                    }
+                    Ok(kept)
+                });
+                let mut chunk = Vec::with_capacity(KEPT_CHUNK);
+                let read = input::for_each_line(&dir.join(".kept.spool"), |line| {
+                    chunk.push(line);
+                    if chunk.len() == KEPT_CHUNK {
+                        let rendered = render_kept_chunk(&chunk, maps, deduper)?;
+                        let full = std::mem::replace(&mut chunk, Vec::with_capacity(KEPT_CHUNK));
+                        // A closed channel means the writer failed: its error is reported below.
+                        if tx.send((full, rendered)).is_err() {
+                            bail!("the writer stopped");
+                        }
+                    }
+                    Ok(())
+                })
+                .and_then(|()| {
                     let rendered = render_kept_chunk(&chunk, maps, deduper)?;
-                    let full = std::mem::replace(&mut chunk, Vec::with_capacity(KEPT_CHUNK));
-                    // A closed channel means the writer failed: its error is reported below.
-                    if tx.send((full, rendered)).is_err() {
+                    if tx.send((std::mem::take(&mut chunk), rendered)).is_err() {
                         bail!("the writer stopped");
                     }
-                }
-                Ok(())
-            })
-            .and_then(|()| {
-                let rendered = render_kept_chunk(&chunk, maps, deduper)?;
-                if tx.send((std::mem::take(&mut chunk), rendered)).is_err() {
-                    bail!("the writer stopped");
-                }
-                Ok(())
-            });
-            drop(tx);
-            let kept = writer
-                .join()
-                .expect("the kept.jsonl writer does not panic")
-                .with_context(|| format!("writing {} from its spool", kept_path.display()))?;
-            read.with_context(|| format!("writing {} from its spool", kept_path.display()))?;
-            let merged = clusters
-                .join()
-                .expect("the clusters.jsonl writer does not panic")
-                .with_context(|| format!("writing {}", dir.join("clusters.jsonl").display()))?;
-            Ok((kept, merged))
-        })?;
+                    Ok(())
+                });
+                drop(tx);
+                let kept = writer
+                    .join()
+                    .expect("the kept.jsonl writer does not panic")
+                    .with_context(|| format!("writing {} from its spool", kept_path.display()))?;
+                read.with_context(|| format!("writing {} from its spool", kept_path.display()))?;
+                let merged = clusters
+                    .join()
+                    .expect("the clusters.jsonl writer does not panic")
+                    .with_context(|| format!("writing {}", dir.join("clusters.jsonl").display()))?;
+                Ok((kept, merged))
+            })?;
         kept_out
             .flush()
             .with_context(|| format!("writing {}", kept_path.display()))?;
-        Ok((kept, merged))
+        let (merged, unlogged) = merged;
+        Ok((kept, merged, unlogged))
     }
 }
 
 /// Writes clusters.jsonl: one line per cluster of two or more that this run's records are
-/// in, in the order of their first record; answers how many of the run's records were merged.
+/// in, in the order of their first record; answers how many of the run's records were merged,
+/// and which of them have no entry in merges.jsonl yet (`logged`: the hashes of those that do).
 fn write_clusters(
     dir: &Path,
     run_ids: &[String],
+    logged: &HashSet<u128>,
     deduper: &Deduper<Box<dyn Store>>,
-) -> anyhow::Result<u64> {
+) -> anyhow::Result<(u64, Vec<String>)> {
     let mut clusters_out =
         BufWriter::with_capacity(OUTPUT_BUFFER, File::create(dir.join("clusters.jsonl"))?);
     let mut seen: HashSet<&str> = HashSet::new();
     let mut order: Vec<&str> = Vec::new();
     let mut merged = 0u64;
+    let mut unlogged = Vec::new();
     // Each run record's survivor (cheap), then one view per cluster of two or more.
     for id in run_ids {
         let Some((survivor, size)) = deduper.survivor_of(id) else {
@@ -1600,6 +1713,9 @@ fn write_clusters(
         };
         if survivor != id {
             merged += 1;
+            if !logged.contains(&id_hash(id)) {
+                unlogged.push(id.clone());
+            }
         }
         if size >= 2 && seen.insert(survivor) {
             order.push(survivor);
@@ -1616,7 +1732,12 @@ fn write_clusters(
         clusters_out.write_all(b"\n")?;
     }
     clusters_out.flush()?;
-    Ok(merged)
+    Ok((merged, unlogged))
+}
+
+/// What a record's id is known by in this run's sets: 128 bits of hash, not the string.
+fn id_hash(id: &str) -> u128 {
+    xxhash_rust::xxh3::xxh3_128(id.as_bytes())
 }
 
 #[cfg(test)]

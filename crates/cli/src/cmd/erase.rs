@@ -48,21 +48,30 @@ fn parse_time(s: &str) -> Result<Timestamp, String> {
     Timestamp::parse_rfc3339(s).map_err(|e| e.to_string())
 }
 
+/// The deduper of a store, and its writer lock (held while the deduper writes).
+type Locked = (
+    neardup::Deduper<Box<dyn neardup::Store>>,
+    Option<neardup::store::WriterLock>,
+);
+
 fn open(
     store: &std::path::Path,
     profile: &ProfileArgs,
     rule: &RuleArgs,
-) -> anyhow::Result<neardup::Deduper<Box<dyn neardup::Store>>> {
+    command: &str,
+) -> anyhow::Result<Locked> {
     if !super::is_redis_url(store) && !store.exists() {
         anyhow::bail!("store {} does not exist", store.display());
     }
-    super::open_deduper(store, profile, rule, 0)
-        .with_context(|| format!("opening store {}", store.display()))
+    let lock = super::lock_store(store, command, false)?;
+    let deduper = super::open_deduper(store, profile, rule, 0)
+        .with_context(|| format!("opening store {}", store.display()))?;
+    Ok((deduper, lock))
 }
 
 /// Exit 0 when every id was erased, 1 when some were not stored.
 pub fn run_erase(args: &EraseArgs) -> anyhow::Result<ExitCode> {
-    let mut deduper = open(&args.store, &args.profile, &args.rule)?;
+    let (mut deduper, _lock) = open(&args.store, &args.profile, &args.rule, "neardup erase")?;
     let ids: Vec<&str> = args.ids.iter().map(String::as_str).collect();
     let erased = deduper.erase(&ids)?;
     let mut out = std::io::stdout().lock();
@@ -79,12 +88,12 @@ pub fn run_erase(args: &EraseArgs) -> anyhow::Result<ExitCode> {
     Ok(if missing == 0 {
         ExitCode::SUCCESS
     } else {
-        ExitCode::from(1)
+        ExitCode::from(crate::exit::NO_MATCH)
     })
 }
 
 pub fn run_expire(args: &ExpireArgs) -> anyhow::Result<ExitCode> {
-    let mut deduper = open(&args.store, &args.profile, &args.rule)?;
+    let (mut deduper, _lock) = open(&args.store, &args.profile, &args.rule, "neardup expire")?;
     let erased = deduper.expire(&args.class, args.before)?;
     let mut out = std::io::stdout().lock();
     for id in &erased {

@@ -397,7 +397,7 @@ pub fn run(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
     Ok(if verdict.is_duplicate() {
         ExitCode::SUCCESS
     } else {
-        ExitCode::from(1)
+        ExitCode::from(crate::exit::NO_MATCH)
     })
 }
 

@@ -23,7 +23,9 @@ pub struct FingerprintArgs {
 const BATCH: usize = 4096;
 
 pub fn run(args: &FingerprintArgs) -> anyhow::Result<ExitCode> {
+    let input_args = args.input.resolved()?;
     let hasher = super::hasher(&args.profile)?;
+    input::print_skipped_note(&input_args);
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let mut failures = 0u64;
@@ -33,7 +35,7 @@ pub fn run(args: &FingerprintArgs) -> anyhow::Result<ExitCode> {
             let results: Vec<Result<(String, String), String>> = batch
                 .par_drain(..)
                 .map_init(Scratch::default, |scratch, item| match item {
-                    Ok(record) => fingerprint_record(&hasher, &record, &args.input, scratch)
+                    Ok(record) => fingerprint_record(&hasher, &record, &input_args, scratch)
                         .map(|fp| (record.id, fp)),
                     Err(reject) => Err(reject.to_string()),
                 })
@@ -50,7 +52,7 @@ pub fn run(args: &FingerprintArgs) -> anyhow::Result<ExitCode> {
             }
             Ok(())
         };
-    input::for_each(&args.input, |item| {
+    input::for_each(&input_args, |item| {
         batch.push(item);
         if batch.len() == BATCH {
             flush(&mut batch, &mut out)?;
@@ -62,7 +64,7 @@ pub fn run(args: &FingerprintArgs) -> anyhow::Result<ExitCode> {
     Ok(if failures == 0 {
         ExitCode::SUCCESS
     } else {
-        ExitCode::from(2)
+        ExitCode::from(crate::exit::REJECTED)
     })
 }
 

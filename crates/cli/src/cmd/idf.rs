@@ -24,12 +24,14 @@ pub struct IdfArgs {
 }
 
 pub fn run(args: &IdfArgs) -> anyhow::Result<ExitCode> {
+    let input_args = args.input.resolved()?;
     let hasher = SimHasher::builder()
         .shingle_width(args.shingle_width)
         .build()?;
     let mut builder = IdfTable::builder();
     let mut failures = 0u64;
-    input::for_each(&args.input, |item| {
+    input::print_skipped_note(&input_args);
+    input::for_each(&input_args, |item| {
         match item {
             Ok(record) => {
                 let shingles = record
@@ -59,6 +61,6 @@ pub fn run(args: &IdfArgs) -> anyhow::Result<ExitCode> {
     Ok(if failures == 0 {
         ExitCode::SUCCESS
     } else {
-        ExitCode::from(2)
+        ExitCode::from(crate::exit::REJECTED)
     })
 }

@@ -19,8 +19,8 @@ use crate::input;
 #[derive(Debug, Args)]
 #[command(after_long_help = LABEL_HELP)]
 pub struct LabelArgs {
-    /// Corpus file, repeatable (like a PATH argument; a name ending in .jsonl, .jsonl.gz or
-    /// .jsonl.zst implies --jsonl).
+    /// Corpus file, repeatable (like a PATH argument: files named .jsonl, .ndjson or .json,
+    /// compressed or not, are read as JSON Lines).
     #[arg(long = "input", value_name = "FILE")]
     pub input_files: Vec<PathBuf>,
     #[command(flatten)]
@@ -85,7 +85,10 @@ pub fn run(args: &LabelArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let hasher = super::hasher(&args.profile)?;
-    let corpus = super::tune::corpus_args(&args.input, &args.input_files);
+    let mut corpus = args.input.clone();
+    corpus.files.extend(args.input_files.iter().cloned());
+    corpus.resolve()?;
+    input::print_skipped_note(&corpus);
     let mut docs: Vec<Doc> = Vec::new();
     let mut seen: HashMap<String, usize> = HashMap::new();
     let (mut rejects, mut empty, mut repeated) = (0u64, 0u64, 0u64);

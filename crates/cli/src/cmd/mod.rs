@@ -91,12 +91,45 @@ pub fn open_backend(store: &Path, bulk: bool) -> anyhow::Result<Box<dyn Store>> 
     }))
 }
 
+/// Takes the writer lock of the SQLite store at `store` for `command` (e.g. `neardup
+/// dedup`): one process writes to a store at a time, so that a run's outputs account for
+/// its input. When another process holds it, waits for it with a message on stderr, or with
+/// `no_wait` refuses ([`neardup::Error::StoreBusy`], exit code 5). A Redis store is shared by
+/// many processes by design and takes no lock (`None`).
+///
+/// # Errors
+/// The store is busy and `no_wait`; the lock file cannot be created.
+pub fn lock_store(
+    store: &Path,
+    command: &str,
+    no_wait: bool,
+) -> anyhow::Result<Option<neardup::store::WriterLock>> {
+    use neardup::store::WriterLock;
+    if is_redis_url(store) {
+        return Ok(None);
+    }
+    let lock = if no_wait {
+        WriterLock::try_acquire(store, command)?
+    } else {
+        WriterLock::acquire(store, command, |holder| {
+            eprintln!(
+                "neardup: store {} is in use by {holder}: waiting for it to finish (--no-wait refuses instead)",
+                store.display()
+            )
+        })?
+    };
+    Ok(Some(lock))
+}
+
 /// Runs the chosen subcommand.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Fingerprint(args) => fingerprint::run(&args),
         Command::Idf(args) => idf::run(&args),
-        Command::Dedup(args) => dedup::run(&args),
+        Command::Dedup(mut args) => {
+            args.input.resolve()?;
+            dedup::run(&args)
+        }
         Command::Query(args) => query::run(&args),
         Command::Erase(args) => erase::run_erase(&args),
         Command::Expire(args) => erase::run_expire(&args),

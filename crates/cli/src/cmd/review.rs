@@ -62,6 +62,12 @@ pub fn run_reevaluate(args: &ReevaluateArgs) -> anyhow::Result<ExitCode> {
     if !super::is_redis_url(&args.store) && !args.store.exists() {
         bail!("store {} does not exist", args.store.display());
     }
+    // Applying writes: the store's writer lock first, so decisions are made on what holds.
+    let _lock = if args.apply {
+        super::lock_store(&args.store, "neardup reevaluate --apply", false)?
+    } else {
+        None
+    };
     let mut deduper = super::open_deduper(&args.store, &args.profile, &args.rule, 0)
         .with_context(|| format!("opening store {}", args.store.display()))?;
     let changes = deduper.reevaluate(args.distance, args.jaccard)?;

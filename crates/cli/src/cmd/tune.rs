@@ -348,20 +348,13 @@ fn read_tsv(name: &str, lines: &[(u64, String)]) -> anyhow::Result<Vec<PairLine>
     Ok(out)
 }
 
-/// The corpus options with `--input FILE`s added, JSONL implied by their names.
-pub fn corpus_args(input: &InputArgs, extra: &[PathBuf]) -> InputArgs {
+/// The corpus options with `--input FILE`s added, resolved (JSON Lines by their names).
+pub fn corpus_args(input: &InputArgs, extra: &[PathBuf]) -> anyhow::Result<InputArgs> {
     let mut args = input.clone();
     args.files.extend(extra.iter().cloned());
-    let is_jsonl = |p: &PathBuf| {
-        let s = p.to_string_lossy().to_ascii_lowercase();
-        [".jsonl", ".jsonl.gz", ".jsonl.zst", ".ndjson"]
-            .iter()
-            .any(|e| s.ends_with(e))
-    };
-    if !args.lines && args.files.iter().any(is_jsonl) {
-        args.jsonl = true;
-    }
-    args
+    // The same format rules as every command that reads input.
+    args.resolve()?;
+    Ok(args)
 }
 
 /// Turns record ids and texts into the facts verification sees.
@@ -587,7 +580,8 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<ExitCode> {
         .filter_map(|s| s.id.clone())
         .collect();
     let corpus = (!args.input_files.is_empty() || !args.input.files.is_empty())
-        .then(|| corpus_args(&args.input, &args.input_files));
+        .then(|| corpus_args(&args.input, &args.input_files))
+        .transpose()?;
     let resolver = if ids.is_empty() {
         Resolver::load(&hasher, &ids, None, None)?
     } else {

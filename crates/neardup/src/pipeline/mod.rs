@@ -2319,7 +2319,7 @@ impl<S: Store> Deduper<S> {
             } else {
                 Decision::Rejected {
                     reason: format!(
-                        "duplicate id {:?}: already stored with different text (ids must be unique)",
+                        "duplicate id with different text: {:?} is already stored with another text (ids must be unique; the stored record is kept as it is)",
                         record.id
                     ),
                 }

@@ -258,7 +258,10 @@ fn rerun_is_idempotent_and_changed_duplicate_ids_are_rejected() {
     assert_eq!(merges, 1, "nothing is merged twice");
     let out = d.process(&[Record::new("a", doc(5, 100))], t(NOW)).unwrap();
     match &out[0].decision {
-        Decision::Rejected { reason } => assert!(reason.contains("duplicate id \"a\""), "{reason}"),
+        Decision::Rejected { reason } => assert!(
+            reason.starts_with("duplicate id with different text: \"a\""),
+            "{reason}"
+        ),
         other => panic!("{other:?}"),
     }
 }

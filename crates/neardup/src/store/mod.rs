@@ -8,6 +8,7 @@
 //! Every change arrives as one [`Batch`] and is applied atomically by [`Store::commit`]; once
 //! `commit` returns, the batch is durable.
 
+mod lock;
 mod memory;
 #[cfg(feature = "redis")]
 pub mod redis;
@@ -19,6 +20,7 @@ pub(crate) mod tests;
 
 #[cfg(feature = "redis")]
 pub use self::redis::{RedisStats, RedisStore};
+pub use lock::WriterLock;
 pub use memory::MemoryStore;
 #[cfg(feature = "redis")]
 pub(crate) use set_blob::ids_as_blob;
