@@ -119,3 +119,75 @@ fn dedup_query_and_erase_on_redis_match_the_embedded_store() {
     );
     assert!(!out.contains(&format!("\"{id}\"")), "{out}");
 }
+
+#[test]
+fn issue_41_runs_sharing_a_redis_store_each_account_for_their_own_input() {
+    // Two runs at once on one Redis store (shared by many writers by design), with the same
+    // texts under other ids: the second input's records are older, so they displace the
+    // first's survivors, and many of the first run's records end up merged by the other
+    // run's decisions. Each run's outputs still name each of its records once, in kept.jsonl
+    // or merges.jsonl (with the merge-log entry the other run wrote).
+    let server = redis_server::RedisServer::start();
+    let url = server.url("concurrent");
+    let dir = tempfile::tempdir().unwrap();
+    let n = 1500usize;
+    let text = |i: usize| -> String {
+        (0..90)
+            .map(|w| format!("w{}", (w * 31 + i * 7919 + w * w * i) % 5000))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    for (name, prefix, time) in [
+        ("a.jsonl", "a", "2026-06-01T00:00:00Z"),
+        ("b.jsonl", "b", "2026-01-01T00:00:00Z"),
+    ] {
+        let body: String = (0..n)
+            .map(|i| {
+                serde_json::json!({"id": format!("{prefix}{i}"), "body_text": text(i), "first_seen": time})
+                    .to_string()
+                    + "\n"
+            })
+            .collect();
+        std::fs::write(dir.path().join(name), body).unwrap();
+    }
+    let spawn = |name: &str, out: &str| {
+        Command::new(env!("CARGO_BIN_EXE_neardup"))
+            .args([
+                "dedup",
+                name,
+                "--out",
+                out,
+                "--store",
+                &url,
+                "--batch-size",
+                "16",
+                "--quiet",
+            ])
+            .current_dir(dir.path())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let a = spawn("a.jsonl", "out-a");
+    let b = spawn("b.jsonl", "out-b");
+    for (run, out, prefix) in [(a, "out-a", "a"), (b, "out-b", "b")] {
+        let done = run.wait_with_output().unwrap();
+        assert!(
+            done.status.success(),
+            "{out}: {}",
+            String::from_utf8_lossy(&done.stderr)
+        );
+        let dir = dir.path().join(out);
+        let report: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap())
+                .unwrap();
+        assert_eq!(report["accounting_balanced"], true, "{report}");
+        let mut named: Vec<String> = kept_ids(&dir);
+        named.extend(merge_pairs(&dir).into_iter().map(|(_, merged)| merged));
+        named.retain(|id| id.starts_with(prefix));
+        named.sort();
+        let mut want: Vec<String> = (0..n).map(|i| format!("{prefix}{i}")).collect();
+        want.sort();
+        assert_eq!(named, want, "{out}: each record once in kept or merges");
+    }
+}
