@@ -135,6 +135,31 @@ impl Server {
         (status, value)
     }
 
+    /// A request written byte for byte (`head` without the request line's end, no
+    /// `Content-Length`, no `Connection`): for headers a client library would add or fix.
+    fn http(&self, head: &str, body: &str) -> (u16, Value) {
+        let addr = self.base.trim_start_matches("http://");
+        let mut conn = TcpStream::connect(addr).expect("connect");
+        write!(
+            conn,
+            "{head}\r\nHost: {addr}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .expect("write");
+        conn.set_read_timeout(Some(Duration::from_secs(60)))
+            .expect("timeout");
+        let mut response = String::new();
+        conn.read_to_string(&mut response).expect("read");
+        let status = response
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("no status in {response:?}"));
+        let text = response.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+        let value = serde_json::from_str(text).unwrap_or(Value::String(text.to_owned()));
+        (status, value)
+    }
+
     fn insert(&self, record: Value) -> Value {
         let (status, answer) = self.call("POST", "/v1/records", Some(&record));
         assert_eq!(status, 200, "{record} -> {answer}");
@@ -407,7 +432,8 @@ fn openapi_document_matches_the_server() {
     assert_eq!(server.call("GET", "/v2/records", None).0, 404);
 
     // The documented record properties are exactly the accepted fields.
-    let documented = props("Record");
+    let documented = props("QueryRecord");
+    assert_eq!(documented, props("InsertRecord"));
     let (status, err) = server.call(
         "POST",
         "/v1/query",
@@ -892,4 +918,250 @@ fn window_compares_only_with_records_first_seen_within_it() {
     assert_eq!(r["indexed"], true, "{r}");
     let q = server.query(json!({"text": doc(1)}));
     assert_ne!(q["of"], "old", "{q}");
+}
+
+/// The statuses the document lists for an operation.
+fn documented_statuses(doc: &Value, path: &str, method: &str) -> BTreeSet<String> {
+    keys(&doc["paths"][path][method]["responses"])
+}
+
+/// Whether `key` appears anywhere in `v`, at any depth.
+fn has_key(v: &Value, key: &str) -> bool {
+    match v {
+        Value::Object(m) => m.iter().any(|(k, v)| k == key || has_key(v, key)),
+        Value::Array(a) => a.iter().any(|v| has_key(v, key)),
+        _ => false,
+    }
+}
+
+#[test]
+fn authorization_scheme_is_case_insensitive() {
+    let dir = tempfile::tempdir().unwrap();
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, "s3cret-token\n").unwrap();
+    let server = Server::start(
+        &dir.path().join("s.db"),
+        &["--token-file", token_file.to_str().unwrap()],
+    );
+    for (authorization, status) in [
+        ("Bearer s3cret-token", 200),
+        ("bearer s3cret-token", 200),
+        ("BEARER s3cret-token", 200),
+        ("bEaReR   s3cret-token", 200),
+        // The token itself is compared exactly.
+        ("bearer S3CRET-TOKEN", 401),
+        ("Basic s3cret-token", 401),
+        ("Bearers3cret-token", 401),
+        ("s3cret-token", 401),
+        ("bearer", 401),
+    ] {
+        let (got, body) = server.http(
+            &format!("GET /v1/merges HTTP/1.1\r\nAuthorization: {authorization}"),
+            "",
+        );
+        assert_eq!(got, status, "{authorization:?}: {body}");
+    }
+    let record = json!({"id": "a", "text": doc(1)}).to_string();
+    let (status, answer) = server.http(
+        "POST /v1/records HTTP/1.1\r\nAuthorization: bearer s3cret-token\r\nContent-Type: application/json",
+        &record,
+    );
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["decision"], "new");
+}
+
+#[test]
+fn bodies_not_sent_as_json_get_415_and_store_nothing() {
+    // No token: a browser's cross-site form or text/plain post (sent without asking the
+    // server first) must not insert records.
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("s.db"), &[]);
+    let record = json!({"id": "a", "text": doc(1)}).to_string();
+    for path in ["/v1/records", "/v1/query"] {
+        for content_type in [
+            Some("text/plain"),
+            Some("text/plain;charset=UTF-8"),
+            Some("application/x-www-form-urlencoded"),
+            Some("multipart/form-data; boundary=----x"),
+            Some("application/json; charset=iso-8859-1"),
+            None,
+        ] {
+            let head = match content_type {
+                Some(t) => format!("POST {path} HTTP/1.1\r\nContent-Type: {t}"),
+                None => format!("POST {path} HTTP/1.1"),
+            };
+            let (status, err) = server.http(&head, &record);
+            assert_eq!(status, 415, "{path} {content_type:?}: {err}");
+            assert_eq!(err["field"], "Content-Type", "{err}");
+            assert!(s(&err["error"]).contains("application/json"), "{err}");
+        }
+    }
+    let (status, _) = server.http(
+        "POST /v1/records HTTP/1.1\r\nContent-Type: application/x-www-form-urlencoded",
+        "id=a&text=hello+there+general+kenobi",
+    );
+    assert_eq!(status, 415);
+    let (_, health) = server.call("GET", "/healthz", None);
+    assert_eq!(health["records"], 0, "{health}");
+
+    for content_type in [
+        "application/json",
+        "application/json; charset=utf-8",
+        "Application/JSON;Charset=\"UTF-8\"",
+    ] {
+        let (status, answer) = server.http(
+            &format!("POST /v1/query HTTP/1.1\r\nContent-Type: {content_type}"),
+            &record,
+        );
+        assert_eq!(status, 200, "{content_type}: {answer}");
+    }
+    let (status, answer) = server.http(
+        "POST /v1/records HTTP/1.1\r\nContent-Type: application/json; charset=utf-8",
+        &record,
+    );
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["decision"], "new");
+}
+
+#[test]
+fn openapi_document_requires_the_token_only_when_the_server_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let open = Server::start(&dir.path().join("open.db"), &[]);
+    let (_, doc) = open.call("GET", "/v1/openapi.json", None);
+    assert!(!has_key(&doc, "security"), "{doc}");
+    assert!(!has_key(&doc, "securitySchemes"), "{doc}");
+    assert!(!has_key(&doc, "401"), "{doc}");
+    assert!(!s(&doc["info"]["description"]).contains("Bearer"));
+    drop(open);
+
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, "s3cret-token\n").unwrap();
+    let mut server = Server::start(
+        &dir.path().join("closed.db"),
+        &["--token-file", token_file.to_str().unwrap()],
+    );
+    server.token = Some("s3cret-token".into());
+    let (_, doc) = server.call("GET", "/v1/openapi.json", None);
+    assert_eq!(doc["security"], json!([{"bearer": []}]));
+    assert_eq!(
+        doc["components"]["securitySchemes"]["bearer"]["scheme"],
+        "bearer"
+    );
+    let mut protected = 0;
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            if method == "parameters" {
+                continue;
+            }
+            let statuses = documented_statuses(&doc, path, method);
+            if path == "/healthz" {
+                assert_eq!(op["security"], json!([]));
+                assert!(!statuses.contains("401"));
+            } else {
+                protected += 1;
+                assert!(statuses.contains("401"), "{method} {path}: {statuses:?}");
+            }
+        }
+    }
+    assert_eq!(protected, 8);
+    // The documented 401 is what the server sends, header included.
+    let (status, err) = server.http("GET /v1/merges HTTP/1.1", "");
+    assert_eq!(status, 401);
+    assert_eq!(err["field"], "Authorization");
+    let mut conn = TcpStream::connect(server.base.trim_start_matches("http://")).unwrap();
+    write!(
+        conn,
+        "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    conn.read_to_string(&mut response).unwrap();
+    assert!(
+        response
+            .to_ascii_lowercase()
+            .contains("\r\nwww-authenticate: bearer\r\n"),
+        "{response}"
+    );
+    let header = &doc["components"]["responses"]["Unauthorized"]["headers"]["WWW-Authenticate"];
+    assert_eq!(header["schema"]["enum"], json!(["Bearer"]));
+}
+
+#[test]
+fn records_the_schema_refuses_are_refused_with_documented_statuses() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("s.db"), &["--max-batch", "3"]);
+    let (_, doc) = server.call("GET", "/v1/openapi.json", None);
+    let insert = &doc["components"]["schemas"]["InsertRecord"];
+    assert_eq!(insert["required"], json!(["id"]));
+    assert_eq!(insert["properties"]["id"]["minLength"], 1);
+    assert!(insert["properties"]["id"]["pattern"].is_string());
+    assert_eq!(insert["anyOf"].as_array().unwrap().len(), 5);
+    let batch = &doc["paths"]["/v1/records"]["post"]["requestBody"]["content"]["application/json"]
+        ["schema"]["oneOf"][1];
+    assert_eq!(batch["maxItems"], 3, "--max-batch is in the document");
+    let documented = documented_statuses(&doc, "/v1/records", "post");
+    for status in ["200", "400", "409", "413", "415", "422", "500", "503"] {
+        assert!(documented.contains(status), "{status}: {documented:?}");
+    }
+    assert!(documented_statuses(&doc, "/v1/query", "post").contains("415"));
+
+    let text = doc_text(1);
+    let cases: Vec<(Value, u16, &str)> = vec![
+        // `required: [id]`
+        (json!({"text": text}), 400, "id"),
+        // `pattern`: whitespace only, Unicode's included
+        (json!({"id": " \u{3000}\u{2028}", "text": text}), 400, "id"),
+        // `anyOf`: some text field, not blank
+        (json!({"id": "a"}), 400, "text"),
+        (json!({"id": "a", "title": " ", "text": "\t"}), 400, "text"),
+        (json!({"id": "a", "text": null}), 400, "text"),
+        // No words: 422, stated in the document (JSON Schema cannot count words).
+        (json!({"id": "a", "text": "!!! ???"}), 422, "text"),
+        (
+            json!({"id": "a", "html": "<p> </p><script>x</script>"}),
+            422,
+            "text",
+        ),
+    ];
+    for (record, status, field) in &cases {
+        let (got, err) = server.call("POST", "/v1/records", Some(record));
+        assert_eq!(
+            (got, &err["field"]),
+            (*status, &json!(field)),
+            "{record} -> {err}"
+        );
+        assert!(documented.contains(&got.to_string()));
+    }
+    let (status, answers) = server.call(
+        "POST",
+        "/v1/records",
+        Some(&json!([
+            {"id": "b", "title": " ", "text": doc_text(2), "url": null, "first_seen": null},
+            {"id": "c", "html": "<p> </p>"},
+        ])),
+    );
+    assert_eq!(status, 200, "{answers}");
+    assert_eq!(answers[0]["decision"], "new");
+    assert_eq!(answers[1]["decision"], "rejected");
+    let too_many: Vec<Value> = (0..4)
+        .map(|i| json!({"id": format!("m{i}"), "text": "w"}))
+        .collect();
+    let (status, _) = server.call("POST", "/v1/records", Some(&Value::Array(too_many)));
+    assert_eq!(status, 413);
+    // Querying: `id` is optional, null or absent.
+    let (status, answer) = server.call(
+        "POST",
+        "/v1/query",
+        Some(&json!({"id": null, "text": doc_text(2)})),
+    );
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["decision"], "exact_duplicate");
+    let (status, err) = server.call(
+        "POST",
+        "/v1/query",
+        Some(&json!({"id": " ", "text": doc_text(2)})),
+    );
+    assert_eq!((status, s(&err["field"])), (400, "id"));
+    let (_, health) = server.call("GET", "/healthz", None);
+    assert_eq!(health["records"], 1, "{health}");
 }

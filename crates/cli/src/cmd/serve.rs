@@ -21,8 +21,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use axum::body::{Body, Bytes};
+use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{MatchedPath, Path, Query, Request, State};
-use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -46,10 +47,15 @@ pub struct ServeArgs {
     pub profile: ProfileArgs,
     #[command(flatten)]
     pub rule: RuleArgs,
-    /// The store: an SQLite file, created if missing; the same store `neardup dedup` uses
-    /// (it must not run on it at the same time).
+    /// The store: an SQLite file, created if missing; the same store `neardup dedup` uses.
+    /// The server holds its writer lock while it runs: a `dedup` on it waits for the server
+    /// to stop, and a server started while a `dedup` runs waits for it.
     #[arg(long, value_name = "PATH", default_value = "neardup.db")]
     pub store: PathBuf,
+    /// Refuse to start (exit code 5) when another process is writing to the store, instead
+    /// of waiting for it to finish.
+    #[arg(long)]
+    pub no_wait: bool,
     /// Address to listen on. The default is loopback only; port 0 picks a free port (the
     /// address is printed on stderr).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
@@ -60,7 +66,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub window: Option<Duration>,
     /// File holding a bearer token: every endpoint but /healthz then needs
-    /// `Authorization: Bearer TOKEN`.
+    /// `Authorization: Bearer TOKEN` (the scheme is case-insensitive). Without it, anyone
+    /// who can reach the address can insert and erase records.
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
     /// Largest request body, bytes (larger ones get 413).
@@ -139,6 +146,8 @@ struct Inner {
     max_body_bytes: usize,
     max_batch: usize,
     store_path: PathBuf,
+    /// The OpenAPI document of this server (it depends on the token and the limits).
+    openapi: Value,
 }
 
 type App = Arc<Inner>;
@@ -159,6 +168,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
             Some(token)
         }
     };
+    let _lock = super::lock_store(&args.store, "neardup serve", args.no_wait)?;
     let started = Instant::now();
     let deduper = open(args).with_context(|| format!("opening store {}", args.store.display()))?;
     let records = deduper.stats().records;
@@ -188,6 +198,11 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
             .spawn(move || writer::run(d, a, rx, config, s, m))
             .context("starting the writer thread")?
     };
+    let openapi = openapi::document(&openapi::Settings {
+        token_required: token.is_some(),
+        max_batch: args.max_batch,
+        max_body_bytes: args.max_body_bytes,
+    });
     let app: App = Arc::new(Inner {
         deduper,
         analysis,
@@ -201,6 +216,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         max_body_bytes: args.max_body_bytes,
         max_batch: args.max_batch,
         store_path: args.store.clone(),
+        openapi,
     });
 
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
@@ -327,8 +343,7 @@ async fn authorize(State(app): State<App>, req: Request, next: Next) -> Response
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim);
+        .and_then(bearer_token);
     match given {
         Some(g) if constant_time_eq(g.as_bytes(), token.as_bytes()) => next.run(req).await,
         _ => {
@@ -344,6 +359,70 @@ async fn authorize(State(app): State<App>, req: Request, next: Next) -> Response
             response
         }
     }
+}
+
+/// The token of an `Authorization: Bearer TOKEN` value. The scheme is case-insensitive
+/// (RFC 7235): `bearer` and `BEARER` are accepted too.
+fn bearer_token(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim().split_once([' ', '\t'])?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+/// Refuses a request body not sent as JSON with 415. Only `application/json` (any case,
+/// with parameters; a charset must be UTF-8) is read: a browser sends a cross-site form or
+/// `text/plain` body without asking first, and must not be able to insert records.
+fn require_json(headers: &HeaderMap) -> Result<(), ApiError> {
+    let unsupported = |message: String| {
+        ApiError::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, message).field("Content-Type")
+    };
+    let Some(value) = headers.get(header::CONTENT_TYPE) else {
+        return Err(unsupported(
+            "missing content type: send the records as JSON with `Content-Type: application/json`"
+                .to_owned(),
+        ));
+    };
+    let Ok(value) = value.to_str() else {
+        return Err(unsupported(
+            "unsupported content type (not ASCII): send the records as JSON with `Content-Type: application/json`"
+                .to_owned(),
+        ));
+    };
+    let mut parts = value.split(';');
+    let essence = parts.next().unwrap_or_default().trim();
+    if !essence.eq_ignore_ascii_case("application/json") {
+        return Err(unsupported(format!(
+            "unsupported content type {essence:?}: send the records as JSON with `Content-Type: application/json`"
+        )));
+    }
+    for parameter in parts {
+        let Some((name, charset)) = parameter.split_once('=') else {
+            continue;
+        };
+        let charset = charset.trim().trim_matches('"');
+        if name.trim().eq_ignore_ascii_case("charset")
+            && !charset.eq_ignore_ascii_case("utf-8")
+            && !charset.eq_ignore_ascii_case("utf8")
+        {
+            return Err(unsupported(format!(
+                "unsupported charset {charset:?} in the content type: JSON bodies are UTF-8; send `Content-Type: application/json`"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The `{id}` of a path, or 400 naming it (an id that is not UTF-8 once percent-decoded).
+fn path_id(path: Result<Path<String>, PathRejection>) -> Result<String, ApiError> {
+    path.map(|Path(id)| id).map_err(|e| {
+        ApiError::bad_request(
+            "id",
+            format!(
+                "the record id in the path is not valid once percent-decoded ({}): percent-encode the id's UTF-8 bytes",
+                e.body_text()
+            ),
+        )
+    })
 }
 
 /// Compares without an early exit, so timing does not reveal how much of a guess matched.
@@ -381,8 +460,8 @@ async fn healthz(State(app): State<App>) -> Response {
     Json(json!({"status": "ok", "records": records})).into_response()
 }
 
-async fn openapi_json() -> Json<Value> {
-    Json(openapi::document())
+async fn openapi_json(State(app): State<App>) -> Json<Value> {
+    Json(app.openapi.clone())
 }
 
 /// How long a read may take.
@@ -441,9 +520,11 @@ async fn read_body(app: &App, body: Body) -> Result<Bytes, ApiError> {
 /// Reads, parses and validates a request's records; `true` when it was a batch.
 async fn records_of(
     app: &App,
+    headers: &HeaderMap,
     body: Body,
     require_id: bool,
 ) -> Result<(Vec<Record>, bool), ApiError> {
+    require_json(headers)?;
     let bytes = read_body(app, body).await?;
     match api::parse_body(&bytes)? {
         api::Body::One(r) => Ok((vec![app.conversion.convert(*r, "", require_id)?], false)),
@@ -489,11 +570,15 @@ fn send(app: &App, job: Job) -> Result<(), ApiError> {
         .map_err(|_| shutting_down())
 }
 
-async fn post_records(State(app): State<App>, body: Body) -> Result<Response, ApiError> {
+async fn post_records(
+    State(app): State<App>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
     if let Some(e) = unavailable(&app) {
         return Err(e);
     }
-    let (records, batch) = records_of(&app, body, true).await?;
+    let (records, batch) = records_of(&app, &headers, body, true).await?;
     if records.is_empty() {
         return Ok(Json(json!([])).into_response());
     }
@@ -547,8 +632,12 @@ async fn analysed(
     }
 }
 
-async fn post_query(State(app): State<App>, body: Body) -> Result<Response, ApiError> {
-    let (records, batch) = records_of(&app, body, false).await?;
+async fn post_query(
+    State(app): State<App>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let (records, batch) = records_of(&app, &headers, body, false).await?;
     let cost = if records.len() > 1 {
         Cost::Long
     } else {
@@ -643,8 +732,9 @@ fn query_one(d: &Deduper<Box<dyn Store>>, r: &Record, prepared: PreparedRecord) 
 
 async fn get_record(
     State(app): State<App>,
-    Path(id): Path<String>,
+    id: Result<Path<String>, PathRejection>,
 ) -> Result<Json<Value>, ApiError> {
+    let id = path_id(id)?;
     let found = read(&app, Cost::Short, {
         let id = id.clone();
         move |d| {
@@ -660,8 +750,9 @@ async fn get_record(
 
 async fn delete_record(
     State(app): State<App>,
-    Path(id): Path<String>,
+    id: Result<Path<String>, PathRejection>,
 ) -> Result<Json<Value>, ApiError> {
+    let id = path_id(id)?;
     if let Some(e) = unavailable(&app) {
         return Err(e);
     }
@@ -686,8 +777,9 @@ async fn delete_record(
 
 async fn get_cluster(
     State(app): State<App>,
-    Path(id): Path<String>,
+    id: Result<Path<String>, PathRejection>,
 ) -> Result<Json<Value>, ApiError> {
+    let id = path_id(id)?;
     let found = read(&app, Cost::Short, {
         let id = id.clone();
         move |d| d.cluster_of(&id).map(|c| api::cluster_json(&c))
@@ -700,8 +792,17 @@ async fn get_cluster(
 
 async fn get_merges(
     State(app): State<App>,
-    Query(params): Query<HashMap<String, String>>,
+    params: Result<Query<HashMap<String, String>>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
+    let Query(params) = params.map_err(|e| {
+        ApiError::bad_request(
+            "query",
+            format!(
+                "the query string cannot be read ({}): use since=RFC3339-TIME and limit=N",
+                e.body_text()
+            ),
+        )
+    })?;
     let mut since = None;
     let mut limit = 1000usize;
     for (name, value) in &params {
@@ -831,6 +932,55 @@ mod tests {
         assert_eq!(parse_duration("1.5h").unwrap(), Duration::from_secs(5400));
         assert!(parse_duration("5 weeks").is_err());
         assert!(parse_duration("0s").is_err());
+    }
+
+    #[test]
+    fn bearer_scheme_is_case_insensitive() {
+        for (value, token) in [
+            ("Bearer s3cret", Some("s3cret")),
+            ("bearer s3cret", Some("s3cret")),
+            ("BEARER s3cret", Some("s3cret")),
+            ("  Bearer \t s3cret  ", Some("s3cret")),
+            ("Bearer", None),
+            ("Bearer ", None),
+            ("Bearers3cret", None),
+            ("Basic s3cret", None),
+            ("s3cret", None),
+        ] {
+            assert_eq!(bearer_token(value), token, "{value:?}");
+        }
+    }
+
+    #[test]
+    fn only_json_bodies_are_read() {
+        for (content_type, accepted) in [
+            (Some("application/json"), true),
+            (Some("Application/JSON"), true),
+            (Some("application/json; charset=utf-8"), true),
+            (Some("application/json;charset=\"UTF-8\""), true),
+            (Some("application/json; charset=latin1"), false),
+            (Some("text/plain"), false),
+            (Some("text/plain; charset=utf-8"), false),
+            (Some("application/x-www-form-urlencoded"), false),
+            (Some("multipart/form-data; boundary=x"), false),
+            (Some("application/jsonx"), false),
+            (Some(""), false),
+            (None, false),
+        ] {
+            let mut headers = HeaderMap::new();
+            if let Some(t) = content_type {
+                headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(t));
+            }
+            match require_json(&headers) {
+                Ok(()) => assert!(accepted, "{content_type:?} accepted"),
+                Err(e) => {
+                    assert!(!accepted, "{content_type:?} refused: {}", e.message);
+                    assert_eq!(e.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+                    assert_eq!(e.field.as_deref(), Some("Content-Type"));
+                    assert!(e.message.contains("application/json"), "{}", e.message);
+                }
+            }
+        }
     }
 
     #[test]

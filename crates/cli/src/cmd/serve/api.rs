@@ -185,9 +185,14 @@ impl Conversion {
             ..e
         };
         let mut fields = Vec::new();
+        // Blank is judged on the fields as sent, as the OpenAPI document states: HTML with
+        // no visible text is no request error but a record with no words (422, or a
+        // `rejected` entry in a batch), as punctuation alone is.
+        let mut blank = true;
         let texts = [r.title, r.description, r.body_text, r.text];
         for (name, text) in TEXT_FIELDS.iter().zip(texts) {
             if let Some(text) = text {
+                blank &= text.trim().is_empty();
                 fields.push(TextField {
                     weight: self.weight_of(name),
                     name: (*name).to_owned(),
@@ -196,13 +201,14 @@ impl Conversion {
             }
         }
         if let Some(html) = r.html {
+            blank &= html.trim().is_empty();
             fields.push(TextField {
                 weight: self.weight_of("html"),
                 name: "html".to_owned(),
                 text: neardup::text::html_to_text(&html),
             });
         }
-        if fields.iter().all(|f| f.text.trim().is_empty()) {
+        if blank {
             let field = if fields.len() == 1 {
                 fields[0].name.clone()
             } else {
