@@ -780,6 +780,22 @@ fn rusqlite_count(db: &Path) -> i64 {
         .unwrap()
 }
 
+/// Waits until `command` holds the writer lock of the store at `store` (its lock file
+/// names it).
+fn wait_for_lock(store: &Path, command: &str) {
+    let mut lock = store.as_os_str().to_owned();
+    lock.push(".lock");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !std::fs::read_to_string(&lock).is_ok_and(|t| t.starts_with(command)) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{command} never took the lock of {}",
+            store.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
 #[test]
 fn a_second_run_on_a_store_waits_for_the_first_and_both_account_for_their_input() {
     // One process writes to a store file at a time: a short run started while a long run
@@ -817,15 +833,7 @@ fn a_second_run_on_a_store_waits_for_the_first_and_both_account_for_their_input(
         .spawn()
         .unwrap();
     // The long run holds the lock once its lock file names it.
-    let lock = dir.path().join("s.db.lock");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !std::fs::read_to_string(&lock).is_ok_and(|t| t.starts_with("neardup dedup")) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the long run never took the lock"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    wait_for_lock(&dir.path().join("s.db"), "neardup dedup");
     let line = serde_json::json!({"id": "s0", "body_text": text_of(7)});
     std::fs::write(dir.path().join("short.jsonl"), format!("{line}\n")).unwrap();
     // Refused at once with --no-wait, naming the holder (unless the long run just ended).
@@ -1030,15 +1038,7 @@ fn issue_41_a_busy_store_is_refused_with_no_wait_naming_its_holder() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let lock = dir.path().join("s.db.lock");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !std::fs::read_to_string(&lock).is_ok_and(|t| t.starts_with("neardup serve")) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the server never took the lock"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    wait_for_lock(&dir.path().join("s.db"), "neardup serve");
     let good = serde_json::json!({"id": "a", "body_text": prose(1)});
     std::fs::write(dir.path().join("in.jsonl"), format!("{good}\n")).unwrap();
     let run = neardup(
