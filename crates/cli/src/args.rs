@@ -272,6 +272,14 @@ pub struct RuleArgs {
     /// both quality benches.
     #[arg(long, value_name = "SHARE", default_value_t = neardup::pipeline::DEFAULT_CLUSTER_QUORUM)]
     pub cluster_quorum: f64,
+    /// How verified pairs make clusters: `single` joins a record to its best verified match
+    /// and fuses every cluster it verified against (connected components, as MinHash LSH
+    /// pipelines do: every verified pair is found, and a chain A~B~C puts A and C together
+    /// however unlike they are; the report counts such pairs); `guarded` joins only where
+    /// --min-cluster-jaccard and --cluster-quorum hold (no chains, some verified pairs kept
+    /// apart).
+    #[arg(long, value_enum, default_value_t = LinkageName::from(neardup::pipeline::DEFAULT_LINKAGE))]
+    pub linkage: LinkageName,
     /// Records with fewer words are short: word SimHash of a handful of words is unstable.
     #[arg(long, value_name = "WORDS", default_value_t = neardup::pipeline::DEFAULT_MIN_WORDS)]
     pub min_words: usize,
@@ -313,7 +321,29 @@ impl RuleArgs {
             min_cluster_jaccard: self.min_cluster_jaccard,
             cluster_quorum: self.cluster_quorum,
             short_text,
+            linkage: match self.linkage {
+                LinkageName::Single => neardup::pipeline::Linkage::Single,
+                LinkageName::Guarded => neardup::pipeline::Linkage::Guarded,
+            },
             ..neardup::Rule::default()
+        }
+    }
+}
+
+/// Linkages (see [`neardup::pipeline::Linkage`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LinkageName {
+    /// Connected components of verified pairs.
+    Single,
+    /// Joins only where --min-cluster-jaccard and --cluster-quorum hold.
+    Guarded,
+}
+
+impl From<neardup::pipeline::Linkage> for LinkageName {
+    fn from(l: neardup::pipeline::Linkage) -> Self {
+        match l {
+            neardup::pipeline::Linkage::Single => LinkageName::Single,
+            neardup::pipeline::Linkage::Guarded => LinkageName::Guarded,
         }
     }
 }

@@ -609,6 +609,7 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
             "max_distance": deduper.rule().max_distance,
             "min_jaccard": deduper.rule().min_jaccard,
             "min_words": deduper.rule().min_words,
+            "linkage": deduper.rule().linkage.as_str(),
             "profile": deduper.hasher().profile().to_string(),
         },
         "store": {

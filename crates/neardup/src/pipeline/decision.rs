@@ -28,6 +28,34 @@ pub struct Rule {
     pub cluster_quorum: f64,
     /// What records under `min_words` get beyond the exact tier.
     pub short_text: ShortText,
+    /// How verified pairs make clusters.
+    pub linkage: Linkage,
+}
+
+/// How verified pairs make clusters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Linkage {
+    /// Connected components of verified pairs, as MinHash LSH pipelines build them: a record
+    /// joins the cluster of its best verified match, and every other cluster it verified
+    /// against is fused with it. Every verified pair ends up in one cluster; a chain
+    /// A~B~C puts A and C together however unlike they are (a run reports the pairs of
+    /// its clusters that fall under 0.5).
+    Single,
+    /// A record joins a cluster only if its Jaccard with every member is at least
+    /// [`Rule::min_cluster_jaccard`] and it verifies against [`Rule::cluster_quorum`] of
+    /// them; clusters fuse under the same test. No chain puts dissimilar records together,
+    /// at the price of verified pairs kept apart.
+    Guarded,
+}
+
+impl Linkage {
+    /// The name the CLI and reports use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Linkage::Single => "single",
+            Linkage::Guarded => "guarded",
+        }
+    }
 }
 
 /// The policy for records under [`Rule::min_words`].
@@ -58,6 +86,7 @@ impl Default for Rule {
             min_cluster_jaccard: DEFAULT_MIN_CLUSTER_JACCARD,
             cluster_quorum: DEFAULT_CLUSTER_QUORUM,
             short_text: DEFAULT_SHORT_TEXT,
+            linkage: DEFAULT_LINKAGE,
         }
     }
 }
@@ -87,6 +116,8 @@ pub const DEFAULT_MIN_CLUSTER_JACCARD: f64 = 0.74;
 /// Default share of a cluster's members (copies counted) a record must verify against to
 /// join it (see [`DEFAULT_MIN_CLUSTER_JACCARD`]).
 pub const DEFAULT_CLUSTER_QUORUM: f64 = 0.75;
+/// Default linkage.
+pub const DEFAULT_LINKAGE: Linkage = Linkage::Guarded;
 /// Default minimum length for SimHash, in words.
 pub const DEFAULT_MIN_WORDS: usize = 50;
 /// Default policy for short records: character 3-grams within 16 bits and Jaccard >= 0.7.

@@ -16,8 +16,9 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 pub use decision::{
-    Decision, MergeRule, Rule, ShortText, DEFAULT_CLUSTER_QUORUM, DEFAULT_MAX_DISTANCE,
-    DEFAULT_MIN_CLUSTER_JACCARD, DEFAULT_MIN_JACCARD, DEFAULT_MIN_WORDS, DEFAULT_SHORT_TEXT,
+    Decision, Linkage, MergeRule, Rule, ShortText, DEFAULT_CLUSTER_QUORUM, DEFAULT_LINKAGE,
+    DEFAULT_MAX_DISTANCE, DEFAULT_MIN_CLUSTER_JACCARD, DEFAULT_MIN_JACCARD, DEFAULT_MIN_WORDS,
+    DEFAULT_SHORT_TEXT,
 };
 pub use reevaluate::Change;
 
@@ -92,6 +93,18 @@ struct Link {
 }
 
 impl Link {
+    /// Single linkage: any verified match links (see [`Linkage::Single`]).
+    const SINGLE: Link = Link {
+        floor: 0.0,
+        verify: 0.0,
+        quorum: 0.0,
+    };
+
+    /// Whether every record links, so nothing need be measured.
+    fn is_single(self) -> bool {
+        self.floor <= 0.0 && self.quorum <= 0.0
+    }
+
     /// The largest Jaccard distance to any member, and the largest that counts toward the
     /// quorum.
     fn distances(self) -> (f64, f64) {
@@ -188,7 +201,7 @@ impl Tally {
 
 /// What complete linkage found out about a record and a cluster.
 #[derive(Debug, Default)]
-struct Linkage {
+struct Linked {
     /// Whether the record links to the cluster (see [`Link`]).
     linked: bool,
     /// An upper bound on the record's distance to the survivor.
@@ -1449,20 +1462,27 @@ impl<S: Store> Deduper<S> {
         survivor: u64,
         link: Link,
         scored: &[(u64, Scores)],
-    ) -> Result<Linkage> {
+    ) -> Result<Linked> {
         debug_assert!(
             scored.is_sorted_by_key(|&(h, _)| h),
             "scores sorted by handle"
         );
-        let mut linkage = Linkage::default();
-        let Some(members) = self.members.get(&survivor) else {
-            linkage.linked = true;
-            return Ok(linkage);
-        };
+        let mut linkage = Linked::default();
         let scored_distance = |m: u64| -> Option<f64> {
             let at = scored.binary_search_by_key(&m, |&(h, _)| h).ok()?;
             Some(1.0 - scored[at].1.jaccard)
         };
+        let Some(members) = self.members.get(&survivor) else {
+            linkage.linked = true;
+            return Ok(linkage);
+        };
+        if link.is_single() {
+            // Nothing to measure: the verified match links (no bound on the survivor
+            // unless verification measured it).
+            linkage.linked = true;
+            linkage.to_survivor = scored_distance(survivor);
+            return Ok(linkage);
+        }
 
         // The cluster's texts with the record's features, the survivor's first, with the
         // number of members carrying each.
@@ -1649,6 +1669,16 @@ impl<S: Store> Deduper<S> {
         link: Link,
         budget: &mut usize,
     ) -> Result<bool> {
+        if link.is_single() {
+            // Connected components: a verified pair across links the clusters. (Of the same
+            // features only: a short record's character n-gram cluster and a long one's
+            // word cluster stay apart as they are decided apart.)
+            let same = |survivor: u64| {
+                let members = self.members.get(&survivor).map_or(&[][..], Vec::as_slice);
+                members.iter().all(|m| self.meta[m].features == features)
+            };
+            return Ok(same(a) && same(b));
+        }
         let texts = |survivor: u64| -> Option<Vec<(u64, usize)>> {
             let members = self.members.get(&survivor).map_or(&[][..], Vec::as_slice);
             members
@@ -2347,7 +2377,7 @@ impl<S: Store> Deduper<S> {
 
         // The exact tier, then SimHash candidates with verification.
         let mut matched: Option<(u64, MergeRule, Scores)> = None;
-        let mut linkage: Option<Linkage> = None;
+        let mut linkage: Option<Linked> = None;
         if let Some(&h) = self.by_content.get(&p.content_hash) {
             let distance = (self.meta[&h].fingerprint ^ p.fingerprint).count_ones();
             matched = Some((
@@ -2379,6 +2409,7 @@ impl<S: Store> Deduper<S> {
             // below the threshold through chaining (A~B and B~C but not A~C). Otherwise the
             // next candidate's cluster is tried.
             let link = match (features, self.rule.short_text) {
+                _ if self.rule.linkage == Linkage::Single => Link::SINGLE,
                 (Features::Chars, ShortText::CharNgrams { min_jaccard, .. }) => Link {
                     floor: min_jaccard,
                     verify: min_jaccard,

@@ -1843,3 +1843,93 @@ fn exact_copies_stay_out_of_the_index_until_their_text_is_handed_to_them() {
     d.evict_from_index_before(at(9)).unwrap();
     assert_eq!(indexed(&d), [false, false, false]);
 }
+
+fn single() -> Rule {
+    Rule {
+        linkage: Linkage::Single,
+        ..Rule::default()
+    }
+}
+
+#[test]
+fn single_linkage_joins_a_chain_that_guarded_linkage_keeps_apart() {
+    // a ~ x and x ~ b verify, a and b (J under 0.77) do not.
+    let base = doc(4307, 400);
+    let (a, b, x) = (base.clone(), edit(&base, 14), edit(&base, 5));
+    let h = SimHasher::builder().build().unwrap();
+    let j = |s: &str, t: &str| crate::verify::jaccard(&h.shingle_set(s), &h.shingle_set(t));
+    assert!(j(&a, &b) < 0.8 && j(&a, &x) > j(&x, &b) && j(&x, &b) >= 0.8);
+    let records = [
+        Record::new("a", a),
+        Record::new("b", b),
+        Record::new("x", x),
+    ];
+    for (rule, want) in [
+        (Rule::default(), vec![vec!["a", "x"], vec!["b"]]),
+        (single(), vec![vec!["a", "b", "x"]]),
+    ] {
+        let mut d = Deduper::builder()
+            .rule(rule)
+            .open(MemoryStore::new())
+            .unwrap();
+        let out = d.process(&records, t(NOW)).unwrap();
+        let mut got: Vec<Vec<String>> = ["a", "b"]
+            .iter()
+            .map(|id| d.cluster_of(id).unwrap().members)
+            .collect();
+        got.dedup();
+        assert_eq!(got, want, "{:?}: {out:?}", rule.linkage);
+    }
+}
+
+/// The clusters of `records` processed in batches of `batch`, as sorted lists of ids.
+fn partition(rule: Rule, records: &[Record], batch: usize) -> Vec<Vec<String>> {
+    let mut d = Deduper::builder()
+        .rule(rule)
+        .open(MemoryStore::new())
+        .unwrap();
+    for chunk in records.chunks(batch) {
+        d.process(chunk, t(NOW)).unwrap();
+    }
+    let mut clusters: Vec<Vec<String>> = records
+        .iter()
+        .filter_map(|r| d.cluster_of(&r.id).map(|c| c.members))
+        .map(|mut m| {
+            m.sort();
+            m
+        })
+        .collect();
+    clusters.sort();
+    clusters.dedup();
+    clusters
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+
+    /// Single linkage is connected components of the verified pairs: the input's order
+    /// changes no cluster (every pair within the radius is found, whichever comes first).
+    #[test]
+    fn prop_single_linkage_clusters_do_not_depend_on_input_order(
+        families in proptest::collection::vec((0u64..1000, 1usize..5), 1..6),
+        edits in proptest::collection::vec(0usize..30, 20),
+        order in proptest::collection::vec(proptest::prelude::any::<u64>(), 20),
+        batch in 1usize..8,
+    ) {
+        let mut records = Vec::new();
+        let mut e = edits.iter().cycle();
+        for (f, &(seed, members)) in families.iter().enumerate() {
+            let base = doc(seed, 300);
+            for m in 0..members {
+                let n = *e.next().expect("cycled");
+                records.push(Record::new(format!("f{f}m{m}"), edit(&base, n)));
+            }
+        }
+        let want = partition(single(), &records, batch);
+        let mut shuffled: Vec<(u64, Record)> =
+            order.iter().copied().cycle().zip(records).collect();
+        shuffled.sort_by_key(|(k, r)| (*k, r.id.clone()));
+        let shuffled: Vec<Record> = shuffled.into_iter().map(|(_, r)| r).collect();
+        proptest::prop_assert_eq!(partition(single(), &shuffled, batch), want);
+    }
+}
