@@ -1080,3 +1080,106 @@ fn issue_41_a_busy_store_is_refused_with_no_wait_naming_its_holder() {
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
 }
+
+/// A chain of pages: each differs from the one before it in four more words, so neighbours
+/// verify (Jaccard about 0.92) and the ends do not (under 0.5).
+fn chain(links: usize) -> Vec<String> {
+    let base: Vec<String> = (0..400u64)
+        .map(|i| format!("w{}", (i * 2_654_435_761) % 20_011))
+        .collect();
+    (0..links)
+        .map(|l| {
+            let mut words = base.clone();
+            for k in 0..l * 4 {
+                let at = (k * 37 + 11) % words.len();
+                words[at] = format!("edit{k}");
+            }
+            words.join(" ")
+        })
+        .collect()
+}
+
+#[test]
+fn issue_36_single_linkage_chains_are_reported_and_pairs_listed() {
+    let dir = tempfile::tempdir().unwrap();
+    let input: String = chain(10)
+        .iter()
+        .enumerate()
+        .map(|(i, text)| {
+            serde_json::json!({"id": format!("c{i}"), "body_text": text}).to_string() + "\n"
+        })
+        .collect();
+    std::fs::write(dir.path().join("in.jsonl"), input).unwrap();
+    let run = |linkage: &str| -> (Run, Value) {
+        let out = format!("out-{linkage}");
+        let run = neardup(
+            dir.path(),
+            &[
+                "dedup",
+                "in.jsonl",
+                "--out",
+                &out,
+                "--store",
+                &format!("{linkage}.db"),
+                "--linkage",
+                linkage,
+                "--pairs",
+            ],
+        );
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        let r = report(&dir.path().join(&out));
+        (run, r)
+    };
+    let (single, r) = run("single");
+    assert_eq!(r["rule"]["linkage"], "single");
+    assert_eq!(r["kept"], 1, "one chain, one cluster: {r}");
+    let check = &r["cluster_check"];
+    assert!(check["pairs_below_0_5"].as_u64().unwrap() > 0, "{check}");
+    let groups = check["suspicious_groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 1, "{check}");
+    assert_eq!(groups[0]["size"], 10);
+    assert!(groups[0]["weakest_pairs"][0]["jaccard"].as_f64().unwrap() < 0.5);
+    assert_eq!(r["largest_group"]["suspicious"], true);
+    assert!(single.stderr.contains("is suspicious"), "{}", single.stderr);
+    // Every neighbouring pair was verified, and is listed once with its scores.
+    let pairs = lines(&dir.path().join("out-single/pairs.jsonl"));
+    for i in 1..10 {
+        let (a, b) = (format!("c{i}"), format!("c{}", i - 1));
+        let p = pairs
+            .iter()
+            .find(|p| p["a"] == a.as_str() && p["b"] == b.as_str())
+            .unwrap_or_else(|| panic!("{a} ~ {b} missing: {pairs:?}"));
+        assert!(p["jaccard"].as_f64().unwrap() >= 0.8, "{p}");
+        assert_eq!(p["rule"], "simhash+jaccard");
+    }
+    assert!(pairs.iter().all(|p| p["jaccard"].as_f64().unwrap() >= 0.8));
+
+    // Guarded linkage keeps the chain in groups whose pairs verify: nothing suspicious.
+    let (guarded, r) = run("guarded");
+    assert!(r["kept"].as_u64().unwrap() > 1, "{r}");
+    assert_eq!(r["cluster_check"]["pairs_below_0_5"], 0, "{r}");
+    assert_eq!(
+        r["cluster_check"]["suspicious_groups"],
+        serde_json::json!([])
+    );
+    assert!(!guarded.stderr.contains("suspicious"), "{}", guarded.stderr);
+    // The same verified pairs, whatever the linkage made of them.
+    assert_eq!(
+        lines(&dir.path().join("out-guarded/pairs.jsonl")).len(),
+        pairs.len()
+    );
+    // Without --pairs, no pairs.jsonl (an old one is removed).
+    let again = neardup(
+        dir.path(),
+        &[
+            "dedup",
+            "in.jsonl",
+            "--out",
+            "out-single",
+            "--store",
+            "single.db",
+        ],
+    );
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert!(!dir.path().join("out-single/pairs.jsonl").exists());
+}

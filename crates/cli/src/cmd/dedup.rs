@@ -62,6 +62,11 @@ pub struct DedupArgs {
     /// store); saves about a tenth of the CPU time on 1.5 KB records, less on longer ones.
     #[arg(long)]
     pub no_language: bool,
+    /// Also write pairs.jsonl: every pair that passed verification (an exact copy, or a
+    /// SimHash candidate whose Jaccard reached the threshold), with both ids, the distance,
+    /// the Jaccard and the rule, whether or not the linkage put the two in one cluster.
+    #[arg(long)]
+    pub pairs: bool,
     /// Refuse to start (exit code 5) when another process is writing to the store, instead
     /// of waiting for it to finish. One process writes to a store file at a time, so that
     /// a run's outputs account for its input.
@@ -293,6 +298,7 @@ fn redo_after_conflict(
         true,
     )
     .with_context(|| format!("reopening store {}", args.store.display()))?;
+    deduper.collect_pairs(args.pairs);
     deduper.reserve(records_in_input)?;
     for mut chunk in unconfirmed {
         chunk.restore_texts(&args.input);
@@ -383,6 +389,7 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
         true,
     )
     .with_context(|| format!("opening store {}", args.store.display()))?;
+    deduper.collect_pairs(args.pairs);
     let show = !args.quiet && std::io::stderr().is_terminal();
 
     // Analysis gets a pool of its own: the deduper's index merges use rayon too, and a
@@ -412,7 +419,7 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
     let learned_at = started.elapsed();
 
     // Pass 2: deduplicate.
-    let out = Outputs::create(&args.out)?;
+    let out = Outputs::create(&args.out, args.pairs)?;
     let mut state = RunState {
         out,
         counts: Counts::default(),
@@ -572,13 +579,22 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let stats = deduper.stats();
+    let check = check_clusters(
+        &deduper,
+        &state.run_ids,
+        stats.largest_cluster_survivor.as_deref(),
+    )?;
     let c = &state.counts;
     let accepted = state.run_ids.len() as u64;
     let balanced =
         c.input == kept + merged + c.rejected && accepted == kept + merged && unlogged_left == 0;
     let elapsed = started.elapsed().as_secs_f64();
     let largest_warning = stats.largest_cluster >= 1000
-        || (stats.records > 100 && stats.largest_cluster * 20 > stats.records);
+        || (stats.records > 100 && stats.largest_cluster * 20 > stats.records)
+        || check
+            .suspicious
+            .iter()
+            .any(|g| Some(g.survivor.as_str()) == stats.largest_cluster_survivor.as_deref());
     let hosts: Vec<Value> = deduper
         .boilerplate_hosts()
         .into_iter()
@@ -622,6 +638,7 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
             "survivor": stats.largest_cluster_survivor,
             "suspicious": largest_warning,
         },
+        "cluster_check": check.to_json(),
         "index": {
             "layout": stats.index.layout,
             "largest_bucket": stats.index.largest_bucket,
@@ -660,6 +677,15 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
         );
         if let Some(note) = input::skipped_note(&skipped, &args.input) {
             eprintln!("neardup: {note}");
+        }
+        for g in &check.suspicious {
+            eprintln!("neardup: warning: {}", g.describe());
+        }
+        if check.below_half > 0 {
+            eprintln!(
+                "neardup: {} of {} member pairs sampled in the {} largest groups are under Jaccard 0.5 (chains of near-duplicates; --linkage guarded keeps them apart): see cluster_check in report.json",
+                check.below_half, check.pairs, check.clusters
+            );
         }
         if largest_warning {
             eprintln!("neardup: warning: the largest group holds {} records: that is usually an empty identity field or an extraction failure, not real duplication", stats.largest_cluster);
@@ -1410,11 +1436,13 @@ struct Outputs {
     dir: PathBuf,
     merges: BufWriter<File>,
     rejects: BufWriter<File>,
+    /// pairs.jsonl, with --pairs.
+    pairs: Option<BufWriter<File>>,
     spool: BufWriter<File>,
 }
 
 impl Outputs {
-    fn create(dir: &Path) -> anyhow::Result<Outputs> {
+    fn create(dir: &Path, pairs: bool) -> anyhow::Result<Outputs> {
         let open = |name: &str| -> anyhow::Result<BufWriter<File>> {
             let path = dir.join(name);
             Ok(BufWriter::with_capacity(
@@ -1426,6 +1454,17 @@ impl Outputs {
             dir: dir.to_owned(),
             merges: open("merges.jsonl")?,
             rejects: open("rejects.jsonl")?,
+            pairs: if pairs {
+                Some(open("pairs.jsonl")?)
+            } else {
+                // No stale pairs from an earlier run with --pairs beside this run's outputs.
+                match std::fs::remove_file(dir.join("pairs.jsonl")) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                        return Err(e).context("removing an old pairs.jsonl")
+                    }
+                    _ => None,
+                }
+            },
             spool: open(".kept.spool")?,
         })
     }
@@ -1439,6 +1478,9 @@ impl Outputs {
     fn finish(&mut self, report: &Value) -> anyhow::Result<()> {
         self.merges.flush()?;
         self.rejects.flush()?;
+        if let Some(pairs) = &mut self.pairs {
+            pairs.flush()?;
+        }
         let path = self.dir.join("report.json");
         std::fs::write(&path, serde_json::to_string_pretty(report)? + "\n")
             .with_context(|| format!("writing {}", path.display()))?;
@@ -1568,6 +1610,16 @@ impl RunState {
         }
         for m in &outcome.merges {
             self.log_merge(m)?;
+        }
+        if let Some(out) = &mut self.out.pairs {
+            for p in &outcome.pairs {
+                serde_json::to_writer(
+                    &mut *out,
+                    &json!({"a": record.id, "b": p.other, "distance": p.scores.distance,
+                            "jaccard": p.scores.jaccard, "rule": p.rule.as_str()}),
+                )?;
+                out.write_all(b"\n")?;
+            }
         }
         self.counts.fused += outcome.fused as u64;
         match outcome.decision {
@@ -1779,4 +1831,114 @@ mod tests {
         .expect("the thread does not panic");
         assert_eq!(floor, 19);
     }
+}
+
+/// The largest groups a run touched, checked by a sample of their member pairs.
+const CHECKED_GROUPS: usize = 50;
+/// Distinct texts sampled per group (every pair among them is measured).
+const CHECKED_TEXTS: usize = 8;
+
+/// What sampling the pairs inside the largest groups found.
+struct ClusterCheck {
+    clusters: usize,
+    pairs: usize,
+    /// Sampled pairs under Jaccard 0.5: chains.
+    below_half: usize,
+    /// Groups whose sampled pairs mostly fall under the verification threshold.
+    suspicious: Vec<SuspiciousGroup>,
+}
+
+struct SuspiciousGroup {
+    survivor: String,
+    size: usize,
+    pairs: usize,
+    below_threshold: usize,
+    threshold: f64,
+    weakest: Vec<neardup::pipeline::ClusterPair>,
+}
+
+impl SuspiciousGroup {
+    fn describe(&self) -> String {
+        let weakest: Vec<String> = self
+            .weakest
+            .iter()
+            .map(|p| format!("{} ~ {} {:.2}", p.a, p.b, p.jaccard))
+            .collect();
+        format!(
+            "group of {} (survivor {}) is suspicious: {} of {} sampled member pairs are under Jaccard {} (weakest: {}): usually a shared template or an extraction failure, not duplication",
+            self.size,
+            self.survivor,
+            self.below_threshold,
+            self.pairs,
+            self.threshold,
+            weakest.join(", ")
+        )
+    }
+}
+
+impl ClusterCheck {
+    fn to_json(&self) -> Value {
+        let groups: Vec<Value> = self
+            .suspicious
+            .iter()
+            .map(|g| {
+                json!({"survivor": g.survivor, "size": g.size, "pairs_sampled": g.pairs,
+                       "pairs_below_threshold": g.below_threshold,
+                       "weakest_pairs": g.weakest.iter().map(|p| json!({"a": p.a, "b": p.b, "jaccard": round(p.jaccard, 4)})).collect::<Vec<_>>()})
+            })
+            .collect();
+        json!({"groups_checked": self.clusters, "pairs_sampled": self.pairs,
+               "pairs_below_0_5": self.below_half, "suspicious_groups": groups})
+    }
+}
+
+/// Samples member pairs of the [`CHECKED_GROUPS`] largest groups of three or more that
+/// this run's records are in (and the store's largest group): pairs under 0.5 are chains,
+/// and a group whose pairs mostly fall under the verification threshold is suspicious.
+fn check_clusters(
+    deduper: &Deduper<Box<dyn Store>>,
+    run_ids: &[String],
+    largest: Option<&str>,
+) -> anyhow::Result<ClusterCheck> {
+    let mut groups: HashMap<&str, usize> = HashMap::new();
+    for id in run_ids.iter().map(String::as_str).chain(largest) {
+        if let Some((survivor, size)) = deduper.survivor_of(id) {
+            if size >= 3 {
+                groups.insert(survivor, size);
+            }
+        }
+    }
+    let mut groups: Vec<(&str, usize)> = groups.into_iter().collect();
+    groups.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    groups.truncate(CHECKED_GROUPS);
+    let sampled: Vec<anyhow::Result<neardup::pipeline::ClusterSample>> = groups
+        .par_iter()
+        .map(|(survivor, _)| Ok(deduper.sample_cluster_pairs(survivor, CHECKED_TEXTS)?))
+        .collect();
+    let mut check = ClusterCheck {
+        clusters: groups.len(),
+        pairs: 0,
+        below_half: 0,
+        suspicious: Vec::new(),
+    };
+    for ((survivor, size), pairs) in groups.iter().zip(sampled) {
+        let neardup::pipeline::ClusterSample {
+            pairs,
+            min_jaccard: threshold,
+        } = pairs?;
+        check.pairs += pairs.len();
+        check.below_half += pairs.iter().filter(|p| p.jaccard < 0.5).count();
+        let below_threshold = pairs.iter().filter(|p| p.jaccard < threshold).count();
+        if pairs.len() >= 3 && below_threshold * 2 > pairs.len() {
+            check.suspicious.push(SuspiciousGroup {
+                survivor: survivor.to_string(),
+                size: *size,
+                pairs: pairs.len(),
+                below_threshold,
+                threshold,
+                weakest: pairs.into_iter().take(3).collect(),
+            });
+        }
+    }
+    Ok(check)
 }

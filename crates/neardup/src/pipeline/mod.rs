@@ -651,6 +651,21 @@ pub struct Outcome {
     pub language: Option<String>,
     /// Its host ([`Record::effective_host`]), for per-host reports.
     pub host: Option<String>,
+    /// Every stored record it verified against (the exact copy it matched, or each SimHash
+    /// candidate that passed verification), whether or not it joined that record's
+    /// cluster; empty unless [`Deduper::collect_pairs`] asked for them.
+    pub pairs: Vec<VerifiedPair>,
+}
+
+/// A pair that passed verification: the arriving record and `other`, stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VerifiedPair {
+    /// The stored record's id.
+    pub other: String,
+    /// Exact copy, or SimHash candidate verified by Jaccard.
+    pub rule: MergeRule,
+    /// Both scores.
+    pub scores: Scores,
 }
 
 /// One stored record as the pipeline sees it.
@@ -684,6 +699,29 @@ pub struct ClusterView {
     pub source_urls: Vec<String>,
     /// The earliest first-seen time in the cluster.
     pub first_seen: Timestamp,
+}
+
+/// Two members of one cluster and the Jaccard similarity of their verification sets (see
+/// [`Deduper::sample_cluster_pairs`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClusterPair {
+    /// One member's id.
+    pub a: String,
+    /// The other's.
+    pub b: String,
+    /// Their Jaccard similarity.
+    pub jaccard: f64,
+}
+
+/// Sampled pairs of a cluster, weakest first, and the threshold its members were verified
+/// at (see [`Deduper::sample_cluster_pairs`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ClusterSample {
+    /// The pairs, weakest first.
+    pub pairs: Vec<ClusterPair>,
+    /// The Jaccard threshold of the cluster's features: `min_jaccard` for word shingles,
+    /// the short-text rule's for character n-grams.
+    pub min_jaccard: f64,
 }
 
 /// Counters for reports and monitoring.
@@ -784,6 +822,7 @@ impl DeduperBuilder {
         };
         let store_sets_in_memory = store.sets_in_memory();
         let mut d = Deduper {
+            collect_pairs: false,
             hasher: self.hasher,
             short_hasher,
             rule: self.rule,
@@ -843,6 +882,8 @@ impl DeduperBuilder {
 
 /// The near-duplicate pipeline over a store.
 pub struct Deduper<S: Store> {
+    /// Whether outcomes list every verified pair ([`Outcome::pairs`]).
+    collect_pairs: bool,
     hasher: SimHasher,
     /// Character n-gram hasher for short records, in short-text mode.
     short_hasher: Option<SimHasher>,
@@ -1874,6 +1915,13 @@ impl<S: Store> Deduper<S> {
         }
     }
 
+    /// Whether each [`Outcome`] lists every pair that passed verification
+    /// ([`Outcome::pairs`]), for users who want pairs rather than clusters. Off by default:
+    /// the ids cost an allocation each.
+    pub fn collect_pairs(&mut self, on: bool) {
+        self.collect_pairs = on;
+    }
+
     /// The boilerplate generation: it moves whenever a host's boilerplate changes (learned
     /// here or committed by another process), which makes older [`Analyzer`] copies stale.
     pub fn analyzer_generation(&self) -> u64 {
@@ -2144,6 +2192,7 @@ impl<S: Store> Deduper<S> {
                     boilerplate_removed: 0,
                     language: None,
                     host: record.effective_host(),
+                    pairs: Vec::new(),
                 },
                 Ok(p) => self.decide(record, p, found, now, batch)?,
             };
@@ -2364,6 +2413,7 @@ impl<S: Store> Deduper<S> {
                 boilerplate_removed,
                 language,
                 host,
+                pairs: Vec::new(),
             });
         }
         let first_seen = record.first_seen.unwrap_or(now);
@@ -2378,16 +2428,21 @@ impl<S: Store> Deduper<S> {
         // The exact tier, then SimHash candidates with verification.
         let mut matched: Option<(u64, MergeRule, Scores)> = None;
         let mut linkage: Option<Linked> = None;
+        let mut pairs: Vec<VerifiedPair> = Vec::new();
         if let Some(&h) = self.by_content.get(&p.content_hash) {
             let distance = (self.meta[&h].fingerprint ^ p.fingerprint).count_ones();
-            matched = Some((
-                h,
-                MergeRule::Exact,
-                Scores {
-                    distance,
-                    jaccard: 1.0,
-                },
-            ));
+            let scores = Scores {
+                distance,
+                jaccard: 1.0,
+            };
+            matched = Some((h, MergeRule::Exact, scores));
+            if self.collect_pairs {
+                pairs.push(VerifiedPair {
+                    other: self.meta[&h].id.to_string(),
+                    rule: MergeRule::Exact,
+                    scores,
+                });
+            }
         } else if features != Features::ExactOnly {
             let (ok, failed) = match found {
                 Some(Presearched { hits, known }) => {
@@ -2396,6 +2451,13 @@ impl<S: Store> Deduper<S> {
                 }
                 None => self.verify_candidates(&p)?,
             };
+            if self.collect_pairs {
+                pairs.extend(ok.iter().map(|&(h, scores)| VerifiedPair {
+                    other: self.meta[&h].id.to_string(),
+                    rule: near_rule,
+                    scores,
+                }));
+            }
             for (h, s) in failed.iter().take(MAX_LOGGED_REJECTIONS) {
                 batch.rejections.push(Rejection {
                     record: record.id.clone(),
@@ -2538,6 +2600,7 @@ impl<S: Store> Deduper<S> {
                 boilerplate_removed,
                 language,
                 host,
+                pairs: std::mem::take(&mut pairs),
             });
         };
         let matched_id = self.meta[&matched_handle].id.to_string();
@@ -2612,6 +2675,7 @@ impl<S: Store> Deduper<S> {
                 boilerplate_removed,
                 language,
                 host,
+                pairs: std::mem::take(&mut pairs),
             });
         }
         // `remember` already added the record to its survivor's members.
@@ -2643,6 +2707,7 @@ impl<S: Store> Deduper<S> {
             boilerplate_removed,
             language,
             host,
+            pairs,
         })
     }
 
@@ -2664,6 +2729,63 @@ impl<S: Store> Deduper<S> {
                 .map(|m| self.meta[m].id.to_string())
                 .collect(),
         })
+    }
+
+    /// A sample of the pairs inside the cluster of `id`, weakest first: up to `texts` of its
+    /// distinct texts (spread evenly over its members, survivor first) and every pair among
+    /// them, measured exactly. A cluster is only as sound as its weakest pairs: under single
+    /// linkage a chain can hold pairs far under the verification threshold, and a cluster
+    /// whose pairs mostly fall under it is usually a template or an extraction failure, not
+    /// duplication. Answers the pairs with the threshold the cluster was verified at.
+    /// Members of other features than the survivor's (short records'
+    /// character n-grams) and members whose sets are gone are left out. Empty for an id not
+    /// stored or a cluster of one text.
+    ///
+    /// # Errors
+    /// Store failures reading the sets.
+    pub fn sample_cluster_pairs(&self, id: &str, texts: usize) -> Result<ClusterSample> {
+        let Some(&h) = self.by_id.get(id) else {
+            return Ok(ClusterSample::default());
+        };
+        let survivor = self.meta[&h].survivor;
+        let features = self.meta[&survivor].features;
+        let min_jaccard = match (features, self.rule.short_text) {
+            (Features::Chars, ShortText::CharNgrams { min_jaccard, .. }) => min_jaccard,
+            (Features::ExactOnly, _) => return Ok(ClusterSample::default()),
+            _ => self.rule.min_jaccard,
+        };
+        let mut members = self.ordered_members(survivor);
+        if members.is_empty() {
+            members.push(survivor);
+        }
+        let distinct = self.texts_of(
+            members
+                .into_iter()
+                .filter(|m| self.meta[m].features == features),
+        );
+        // All of them, or `texts` spread from the first to the last.
+        let n = distinct.len();
+        let picked: Vec<u64> = if n <= texts {
+            distinct.iter().map(|&(m, _)| m).collect()
+        } else {
+            let k = texts.max(2);
+            (0..k).map(|i| distinct[i * (n - 1) / (k - 1)].0).collect()
+        };
+        let sets = self.shingle_sets(&picked)?;
+        let mut pairs = Vec::new();
+        for (i, (a, sa)) in picked.iter().zip(&sets).enumerate() {
+            let Some(sa) = sa else { continue };
+            for (b, sb) in picked[i + 1..].iter().zip(&sets[i + 1..]) {
+                let Some(sb) = sb else { continue };
+                pairs.push(ClusterPair {
+                    a: self.meta[a].id.to_string(),
+                    b: self.meta[b].id.to_string(),
+                    jaccard: id_jaccard(sa, sb),
+                });
+            }
+        }
+        pairs.sort_by(|x, y| x.jaccard.total_cmp(&y.jaccard));
+        Ok(ClusterSample { pairs, min_jaccard })
     }
 
     /// The survivor of a stored record's cluster (the record itself when it survives) and
