@@ -1793,46 +1793,6 @@ fn id_hash(id: &str) -> u128 {
     xxhash_rust::xxh3::xxh3_128(id.as_bytes())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[cfg(target_os = "linux")]
-    fn thread_nice() -> i32 {
-        // SAFETY: getpriority has no preconditions; a failure reads as -1, which the
-        // assertions below would not accept for a thread they lowered.
-        unsafe { libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t) }
-    }
-
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn analysis_threads_run_below_the_deciding_thread_and_only_they_do() {
-        let before = thread_nice();
-        let lowered = std::thread::spawn(|| {
-            lower_thread_priority();
-            thread_nice()
-        })
-        .join()
-        .expect("the thread does not panic");
-        assert_eq!(lowered, (before + ANALYSIS_NICE).min(19));
-        assert_eq!(
-            thread_nice(),
-            before,
-            "the calling thread keeps its priority"
-        );
-        // Relative to the thread's own niceness: one already at 19 stays there.
-        let floor = std::thread::spawn(|| {
-            // SAFETY: as above; lowering one's own priority needs no privilege.
-            unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 19) };
-            lower_thread_priority();
-            thread_nice()
-        })
-        .join()
-        .expect("the thread does not panic");
-        assert_eq!(floor, 19);
-    }
-}
-
 /// The largest groups a run touched, checked by a sample of their member pairs.
 const CHECKED_GROUPS: usize = 50;
 /// Distinct texts sampled per group (every pair among them is measured).
@@ -1941,4 +1901,44 @@ fn check_clusters(
         }
     }
     Ok(check)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(target_os = "linux")]
+    fn thread_nice() -> i32 {
+        // SAFETY: getpriority has no preconditions; a failure reads as -1, which the
+        // assertions below would not accept for a thread they lowered.
+        unsafe { libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t) }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn analysis_threads_run_below_the_deciding_thread_and_only_they_do() {
+        let before = thread_nice();
+        let lowered = std::thread::spawn(|| {
+            lower_thread_priority();
+            thread_nice()
+        })
+        .join()
+        .expect("the thread does not panic");
+        assert_eq!(lowered, (before + ANALYSIS_NICE).min(19));
+        assert_eq!(
+            thread_nice(),
+            before,
+            "the calling thread keeps its priority"
+        );
+        // Relative to the thread's own niceness: one already at 19 stays there.
+        let floor = std::thread::spawn(|| {
+            // SAFETY: as above; lowering one's own priority needs no privilege.
+            unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 19) };
+            lower_thread_priority();
+            thread_nice()
+        })
+        .join()
+        .expect("the thread does not panic");
+        assert_eq!(floor, 19);
+    }
 }
