@@ -1042,6 +1042,12 @@ impl Item {
         }
     }
 
+    /// Whether it holds no bytes of input (a finished record or reject, or an empty
+    /// document).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// The record or reject this item stands for.
     pub fn parse(self, args: &InputArgs) -> Result<Record, Reject> {
         match self {
@@ -1086,6 +1092,24 @@ impl Item {
             }
         }
     }
+}
+
+/// `bytes`, one line of a JSON Lines input (without its line end), parsed as the readers
+/// parse line 1 of `<line>` with every option at its default: the JSON reader on its own,
+/// for the fuzz targets and the corpus test.
+pub fn parse_json_line(bytes: &[u8]) -> Result<Record, Reject> {
+    let mut args = InputArgs::for_files(Vec::new(), InputFormat::Jsonl);
+    args.jsonl = true;
+    Item::Line {
+        file: Arc::from("<line>"),
+        line: 1,
+        bytes: LineBytes {
+            block: Arc::new(Block::Read(bytes.to_vec())),
+            start: 0,
+            end: bytes.len(),
+        },
+    }
+    .parse(&args)
 }
 
 /// A JSON object's members as read: keys (borrowed unless escaped) and unparsed values, in
@@ -1294,10 +1318,15 @@ impl Text {
 /// A parser error as a reject's reason: its column in the line (the reject names the
 /// file's line; the parser, reading one line, would say line 1).
 fn malformed(e: &serde_json::Error) -> String {
+    format!("malformed JSON at column {}: {}", e.column(), unlocated(e))
+}
+
+/// A parser error without serde's position: for a value parsed on its own (a number out of
+/// range, a bad escape), the position is within the value, not the line.
+fn unlocated(e: &serde_json::Error) -> String {
     let full = e.to_string();
     let located = format!(" at line {} column {}", e.line(), e.column());
-    let what = full.strip_suffix(&located).unwrap_or(&full);
-    format!("malformed JSON at column {}: {what}", e.column())
+    full.strip_suffix(&located).unwrap_or(&full).to_owned()
 }
 
 /// The text of a JSON string literal (`raw`, quotes included, as the parser delimited it),
@@ -1520,7 +1549,7 @@ fn parse_json_record(
         None | Some((_, "null")) => Ok(None),
         Some((raw, "a number")) => serde_json::from_str::<serde_json::Number>(raw)
             .map(|n| Some(n.to_string()))
-            .map_err(|e| format!("field {id_field:?}: {e}")),
+            .map_err(|e| format!("field {id_field:?}: {}", unlocated(&e))),
         Some((_, "a string")) => match obj.text(id_field) {
             Ok(Text::Present(s)) => Ok(Some(s)),
             Ok(empty) => Err(format!(

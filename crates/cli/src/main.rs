@@ -1,14 +1,9 @@
 //! The `neardup` command: parse arguments, dispatch, report errors, choose the exit code.
 
-mod args;
-mod cmd;
-mod exit;
-mod input;
-mod output;
-
 use std::process::ExitCode;
 
 use clap::Parser;
+use neardup_cli::{args, cmd, exit};
 
 /// mimalloc instead of the system allocator: records are built and dropped by the
 /// million across threads, and glibc's malloc spent about 15% of a dedup run's CPU.
