@@ -264,7 +264,7 @@ def datasketch_job(d):
               open(os.path.join(d, "datasketch.json"), "w"))
 
 
-def neardup_flags(setting, has_linkage):
+def neardup_flags(setting, has_linkage, has_boilerplate=False):
     k, j, link, short, bp, mw = setting
     flags = ["--max-distance", str(k), "--min-jaccard", str(j), "--short-text", short]
     if mw is not None:
@@ -273,9 +273,14 @@ def neardup_flags(setting, has_linkage):
         flags += ["--linkage", link]
     elif link == "single":
         flags += ["--min-cluster-jaccard", "0", "--cluster-quorum", "0"]
-    if bp == "off":
+    # Boilerplate learning is opt-in (`--boilerplate`) since the defaults chosen here; a
+    # binary from before that learns it unless told `--no-boilerplate`.
+    if bp == "on" and has_boilerplate:
+        flags.append("--boilerplate")
+    elif bp == "off" and not has_boilerplate:
         flags.append("--no-boilerplate")
     return flags
+
 
 
 def setting_name(setting):
@@ -354,6 +359,7 @@ def run(args):
     help_text = subprocess.run([args.neardup, "dedup", "--help"], capture_output=True,
                                text=True).stdout
     has_linkage = "--linkage" in help_text
+    has_boilerplate = "--boilerplate " in help_text or "--boilerplate\n" in help_text
     print(f"neardup dedup --help {'lists' if has_linkage else 'does not list'} --linkage: "
           f"single = {'--linkage single' if has_linkage else '--min-cluster-jaccard 0 --cluster-quorum 0'}, "
           f"guarded = {'--linkage guarded' if has_linkage else 'the defaults'}", flush=True)
@@ -378,7 +384,7 @@ def run(args):
             return
         run_dir = os.path.join(d, "runs", "defaults" if s is None else
                                setting_name(s).replace(" ", "_").replace("=", ""))
-        run_neardup(args.neardup, d, run_dir, [] if s is None else neardup_flags(s, has_linkage))
+        run_neardup(args.neardup, d, run_dir, [] if s is None else neardup_flags(s, has_linkage, has_boilerplate))
 
     # datasketch (the longest jobs) first.
     with ThreadPoolExecutor(args.jobs) as ex:

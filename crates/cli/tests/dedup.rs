@@ -429,12 +429,21 @@ const TEMPLATE: &str = "home news sport weather contact about privacy terms subs
                         register search archive topics latest popular newsletter follow share print";
 
 /// Runs `neardup dedup` with the defaults on `lines` in `dir` and answers its report.
+/// A run with boilerplate learning on (`--boilerplate`) over `lines`.
 fn dedup_lines(dir: &Path, lines: &[String]) -> Value {
     std::fs::write(dir.join("in.jsonl"), lines.join("\n")).unwrap();
     let run = neardup(
         dir,
         &[
-            "dedup", "--jsonl", "in.jsonl", "--out", "out", "--store", "s.db", "-q",
+            "dedup",
+            "--jsonl",
+            "in.jsonl",
+            "--out",
+            "out",
+            "--store",
+            "s.db",
+            "-q",
+            "--boilerplate",
         ],
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
@@ -497,7 +506,16 @@ fn a_crawl_mirrored_to_disk_learns_boilerplate_per_host_directory() {
     }
     let run = neardup(
         dir.path(),
-        &["dedup", "mirror", "--out", "out", "--store", "s.db", "-q"],
+        &[
+            "dedup",
+            "mirror",
+            "--out",
+            "out",
+            "--store",
+            "s.db",
+            "-q",
+            "--boilerplate",
+        ],
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
     let r = report(&dir.path().join("out"));

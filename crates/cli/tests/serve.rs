@@ -242,7 +242,8 @@ fn keys(v: &Value) -> BTreeSet<String> {
 #[test]
 fn every_endpoint_answers_as_dedup_decides() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(&dir.path().join("s.db"), &[]);
+    // A short-text threshold, for the too_short decision (the default --min-words is 1).
+    let server = Server::start(&dir.path().join("s.db"), &["--min-words", "50"]);
 
     let a = server.insert(
         json!({"id": "a", "text": doc(1), "url": "https://news.example/a", "first_seen": "2026-01-01T00:00:00Z"}),

@@ -1279,7 +1279,11 @@ mod tests {
             .replacen("w7919 ", "changed ", 1)
             .replacen("w0 ", "w1 ", 1);
         let fact = |t: &str| RecordFacts::of_text(&hasher, t, None).expect("facts");
-        let rule = Rule::default();
+        // A short-text rule under 50 words (the default has none).
+        let rule = Rule {
+            min_words: 50,
+            ..Rule::default()
+        };
         assert_eq!(
             decide(&rule, &fact(&long), &fact(&long.to_uppercase())),
             Verdict::Exact

@@ -49,8 +49,17 @@ pub struct DedupArgs {
     /// are not boilerplate).
     #[arg(long, value_name = "PAGES", default_value_t = neardup::text::DEFAULT_MIN_COUNT)]
     pub boilerplate_min_count: u64,
-    /// Skip boilerplate learning (it needs a first pass over the input files).
+    /// Learn each host's boilerplate in a first pass over the input files and leave it out
+    /// of fingerprints and verification. Off by default: over six real corpora it lost
+    /// recall wherever true pairs share a template (edited pages of one site: recall 0.51;
+    /// template-heavy reference pages: 0.19-0.68) and merged republished pages whose whole
+    /// text differs (scripts/bench_quality_corpora.sh). A store's boilerplate learned by
+    /// earlier runs keeps applying.
     #[arg(long)]
+    pub boilerplate: bool,
+    /// No boilerplate learning: the default (kept for scripts written for earlier
+    /// releases).
+    #[arg(long, hide = true, conflicts_with = "boilerplate")]
     pub no_boilerplate: bool,
     /// Stop at the first record that cannot be used, instead of writing it to rejects.jsonl.
     #[arg(long)]
@@ -390,6 +399,7 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
     )
     .with_context(|| format!("opening store {}", args.store.display()))?;
     deduper.collect_pairs(args.pairs);
+    let defaults_note = changed_defaults_note(&deduper)?;
     let show = !args.quiet && std::io::stderr().is_terminal();
 
     // Analysis gets a pool of its own: the deduper's index merges use rayon too, and a
@@ -406,7 +416,7 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
     let reads_stdin =
         args.input.files.is_empty() || args.input.files.iter().any(|p| p == Path::new("-"));
     let mut first_passes = FirstPasses::default();
-    if !args.no_boilerplate && !reads_stdin {
+    if args.boilerplate && !reads_stdin {
         first_passes = learn_boilerplate(args, &mut deduper, &analysis_pool, show)?;
         // Now the input's size is known, not guessed from its bytes.
         deduper.reserve(first_passes.inputs)?;
@@ -661,6 +671,9 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
         "input_mb_per_s": total_bytes.map(|b| round(b as f64 / 1e6 / elapsed.max(1e-9), 2)),
     });
     state.out.finish(&report)?;
+    deduper
+        .set_store_meta(DEFAULTS_KEY, DEFAULTS_VERSION)
+        .context("recording the defaults in the store")?;
     if !args.quiet {
         eprintln!(
             "neardup: {} records: {} kept, {} merged ({} exact, {} near, {} short near, {} fused), {} rejected; {:.1} MB in {:.1}s ({:.0} MB/s); store {} holds {} records in {} clusters",
@@ -675,6 +688,9 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
             stats.index.largest_bucket,
             args.out.display()
         );
+        if let Some(note) = defaults_note {
+            eprintln!("neardup: {note}");
+        }
         if let Some(note) = input::skipped_note(&skipped, &args.input) {
             eprintln!("neardup: {note}");
         }
@@ -1791,6 +1807,26 @@ fn write_clusters(
 /// What a record's id is known by in this run's sets: 128 bits of hash, not the string.
 fn id_hash(id: &str) -> u128 {
     xxhash_rust::xxh3::xxh3_128(id.as_bytes())
+}
+
+/// The store meta key naming the release of the CLI's defaults the store was last run with.
+const DEFAULTS_KEY: &str = "cli.defaults";
+/// This release's defaults (2: single linkage, no short-text rule, radius 16, no
+/// boilerplate learning; 1, the key's absence: guarded linkage, character 3-grams under
+/// 50 words, radius 14, boilerplate learned).
+const DEFAULTS_VERSION: &str = "2";
+
+/// A note for the summary when this run's defaults differ from those the store's records
+/// were decided with: their decisions would not all be made again the same way.
+fn changed_defaults_note(deduper: &Deduper<Box<dyn Store>>) -> anyhow::Result<Option<String>> {
+    if deduper.stats().records == 0
+        || deduper.store().meta(DEFAULTS_KEY)?.as_deref() == Some(DEFAULTS_VERSION)
+    {
+        return Ok(None);
+    }
+    Ok(Some(
+        "the defaults changed since this store's records were decided (now --linkage single, --min-words 1, --max-distance 16, boilerplate learned only with --boilerplate; before: --linkage guarded, --min-words 50 with --short-text chars, --max-distance 14, boilerplate learned): the stored decisions stand, new records are decided under the new defaults; pass the old flags to keep deciding as before".to_owned(),
+    ))
 }
 
 /// The largest groups a run touched, checked by a sample of their member pairs.

@@ -969,6 +969,16 @@ impl<S: Store> Deduper<S> {
         &self.store
     }
 
+    /// Sets a store meta value of the caller's own (a key not used by neardup itself, such
+    /// as `cli.defaults`), once every batch handed to the store is committed.
+    ///
+    /// # Errors
+    /// A failed commit still in flight; store failures.
+    pub fn set_store_meta(&mut self, key: &str, value: &str) -> Result<()> {
+        self.wait_committed()?;
+        self.store.set_meta(key, value)
+    }
+
     /// Whether the stored record `h` of content hash `content` is the one its text is
     /// indexed under: the record the exact tier finds for that text (the first stored).
     /// Its exact copies stay out of the Hamming index: they are in its cluster, with its

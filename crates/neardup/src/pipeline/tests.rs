@@ -30,7 +30,32 @@ fn t(s: &str) -> Timestamp {
 }
 
 fn memory() -> Deduper<MemoryStore> {
-    Deduper::builder().open(MemoryStore::new()).unwrap()
+    Deduper::builder()
+        .rule(guarded_rule())
+        .open(MemoryStore::new())
+        .unwrap()
+}
+
+/// The rule these tests were written for: the defaults before the multi-corpus
+/// measurement (guarded linkage, a short-text rule under 50 words, radius 14), so each
+/// keeps testing the mechanism it names.
+fn guarded_rule() -> Rule {
+    Rule {
+        linkage: Linkage::Guarded,
+        min_words: 50,
+        max_distance: 14,
+        ..Rule::default()
+    }
+}
+
+#[test]
+fn the_defaults_are_the_measured_ones() {
+    // scripts/bench_quality_corpora.sh: single linkage, no short-text path, radius 16.
+    let r = Rule::default();
+    assert_eq!(
+        (r.linkage, r.min_words, r.max_distance, r.min_jaccard),
+        (Linkage::Single, 1, 16, 0.8)
+    );
 }
 
 const NOW: &str = "2026-11-30T00:00:00Z";
@@ -196,9 +221,10 @@ fn the_merge_log_names_each_url_of_a_cluster_once() {
 fn short_records_get_only_the_exact_tier_in_exact_only_mode() {
     let rule = Rule {
         short_text: ShortText::ExactOnly,
-        ..Rule::default()
+        ..guarded_rule()
     };
     let mut d = Deduper::builder()
+        .rule(guarded_rule())
         .rule(rule)
         .open(MemoryStore::new())
         .unwrap();
@@ -271,9 +297,10 @@ fn failed_verification_is_logged_with_scores() {
     // A candidate within the radius whose shingles differ: a heavy rewrite of a text.
     let rule = Rule {
         max_distance: 32,
-        ..Rule::default()
+        ..guarded_rule()
     };
     let mut d = Deduper::builder()
+        .rule(guarded_rule())
         .rule(rule)
         .open(MemoryStore::new())
         .unwrap();
@@ -366,7 +393,7 @@ fn learned_boilerplate_is_excluded() {
     let page = |body: &str| format!("{template} {body}");
     let rule = Rule {
         min_words: 10,
-        ..Rule::default()
+        ..guarded_rule()
     };
     let pages = [
         Record::new("p1", page("storm closes road")).with_url("https://site.example/1"),
@@ -374,6 +401,7 @@ fn learned_boilerplate_is_excluded() {
     ];
     // Without boilerplate exclusion the shared template makes them near-duplicates.
     let mut plain = Deduper::builder()
+        .rule(guarded_rule())
         .rule(rule)
         .open(MemoryStore::new())
         .unwrap();
@@ -385,6 +413,7 @@ fn learned_boilerplate_is_excluded() {
     );
     // Learn the host's furniture from 30 of its pages, then the two pages are distinct.
     let mut d = Deduper::builder()
+        .rule(guarded_rule())
         .rule(rule)
         .open(MemoryStore::new())
         .unwrap();
@@ -428,6 +457,7 @@ fn sqlite_store_persists_clusters_and_refuses_another_profile() {
     let a = doc(12, 250);
     {
         let mut d = Deduper::builder()
+            .rule(guarded_rule())
             .open(SqliteStore::open(&path).unwrap())
             .unwrap();
         d.process(
@@ -438,6 +468,7 @@ fn sqlite_store_persists_clusters_and_refuses_another_profile() {
     }
     {
         let mut d = Deduper::builder()
+            .rule(guarded_rule())
             .open(SqliteStore::open(&path).unwrap())
             .unwrap();
         let out = d
@@ -450,11 +481,13 @@ fn sqlite_store_persists_clusters_and_refuses_another_profile() {
         );
     }
     let d = Deduper::builder()
+        .rule(guarded_rule())
         .open(SqliteStore::open(&path).unwrap())
         .unwrap();
     assert_eq!(d.cluster_of("a2").unwrap().members, ["a", "a2"]);
     let other = SimHasher::builder().shingle_width(3).build().unwrap();
     let err = Deduper::builder()
+        .rule(guarded_rule())
         .hasher(other)
         .open(SqliteStore::open(&path).unwrap())
         .unwrap_err();
@@ -534,9 +567,10 @@ fn short_text_char_ngrams_merge_light_edits_of_short_records() {
             max_distance: 16,
             min_jaccard: 0.6,
         },
-        ..Rule::default()
+        ..guarded_rule()
     };
     let mut d = Deduper::builder()
+        .rule(guarded_rule())
         .rule(rule)
         .open(MemoryStore::new())
         .unwrap();
@@ -593,15 +627,17 @@ fn short_text_char_ngrams_merge_light_edits_of_short_records() {
     let path = dir.join("s.db");
     drop(
         Deduper::builder()
+            .rule(guarded_rule())
             .rule(rule)
             .open(SqliteStore::open(&path).unwrap())
             .unwrap(),
     );
     let exact_only = Rule {
         short_text: ShortText::ExactOnly,
-        ..Rule::default()
+        ..guarded_rule()
     };
     let err = Deduper::builder()
+        .rule(guarded_rule())
         .rule(exact_only)
         .open(SqliteStore::open(&path).unwrap())
         .unwrap_err();
@@ -614,9 +650,11 @@ fn two_processes_on_one_sqlite_store_see_each_others_records() {
     let dir = tmp.path();
     let path = dir.join("shared.db");
     let mut a = Deduper::builder()
+        .rule(guarded_rule())
         .open(SqliteStore::open(&path).unwrap())
         .unwrap();
     let mut b = Deduper::builder()
+        .rule(guarded_rule())
         .open(SqliteStore::open(&path).unwrap())
         .unwrap();
     let text = doc(30, 250);
@@ -647,6 +685,7 @@ fn two_processes_on_one_sqlite_store_see_each_others_records() {
     assert_eq!(a.cluster_of("from-b").unwrap().survivor, "from-a-2");
     // A fresh open agrees with both.
     let c = Deduper::builder()
+        .rule(guarded_rule())
         .open(SqliteStore::open(&path).unwrap())
         .unwrap();
     assert_eq!(
@@ -735,6 +774,7 @@ fn the_set_cache_changes_no_decision_and_forgets_erased_records() {
     };
     let sqlite = |cache: u64, name: &str| {
         let mut d = Deduper::builder()
+            .rule(guarded_rule())
             .set_cache_bytes(cache)
             .open(SqliteStore::open(&tmp.path().join(name)).unwrap())
             .unwrap();
@@ -782,6 +822,7 @@ fn stores_of_the_previous_format_version_open_where_their_fingerprints_still_com
             .set_meta("short_profile", "neardup/2/xxh3/w3/b64/tf/tok=chars")
             .unwrap();
         Deduper::builder()
+            .rule(guarded_rule())
             .hasher(hasher)
             .open(SqliteStore::open(&path).unwrap())
     };
@@ -829,9 +870,10 @@ fn a_record_joins_a_cluster_only_if_it_verifies_against_every_member() {
             max_distance,
             min_cluster_jaccard,
             cluster_quorum: 0.0,
-            ..Rule::default()
+            ..guarded_rule()
         };
         let mut d = Deduper::builder()
+            .rule(guarded_rule())
             .rule(rule)
             .open(MemoryStore::new())
             .unwrap();
@@ -880,6 +922,7 @@ fn a_record_joins_a_cluster_it_verifies_against_a_quorum_of() {
     assert!((0.75..0.8).contains(&j(&x, &m3)), "{}", j(&x, &m3));
     let run = |rule: Rule, members: &[(&str, &String)]| {
         let mut d = Deduper::builder()
+            .rule(guarded_rule())
             .rule(rule)
             .open(MemoryStore::new())
             .unwrap();
@@ -897,18 +940,18 @@ fn a_record_joins_a_cluster_it_verifies_against_a_quorum_of() {
         d.cluster_of("x").unwrap().members
     };
     let four = [("a", &a), ("m1", &m1), ("m2", &m2), ("m3", &m3)];
-    assert_eq!(run(Rule::default(), &four), ["a", "m1", "m2", "m3", "x"]);
+    assert_eq!(run(guarded_rule(), &four), ["a", "m1", "m2", "m3", "x"]);
     let complete = Rule {
         min_cluster_jaccard: 0.8,
         cluster_quorum: 1.0,
-        ..Rule::default()
+        ..guarded_rule()
     };
     assert_eq!(run(complete, &four), ["x"]);
-    assert_eq!(run(Rule::default(), &[("a", &a), ("m3", &m3)]), ["x"]);
+    assert_eq!(run(guarded_rule(), &[("a", &a), ("m3", &m3)]), ["x"]);
     // The floor holds whatever the quorum: at 0.8 for every member, m3 keeps x out.
     let floor = Rule {
         min_cluster_jaccard: 0.8,
-        ..Rule::default()
+        ..guarded_rule()
     };
     assert_eq!(run(floor, &four), ["x"]);
     // Copies count: with two more copies of `m3` the cluster's members are 6, x verifies
@@ -921,7 +964,7 @@ fn a_record_joins_a_cluster_it_verifies_against_a_quorum_of() {
         ("m3b", &m3),
         ("m3c", &m3),
     ];
-    assert_eq!(run(Rule::default(), &six), ["x"]);
+    assert_eq!(run(guarded_rule(), &six), ["x"]);
 }
 
 #[test]
@@ -941,17 +984,18 @@ fn clusters_fuse_when_a_quorum_of_their_pairs_verifies() {
         assert!(j(m, &q) >= 0.8 && j(m, &a) >= 0.8);
     }
     for (rule, fused_at) in [
-        (Rule::default(), Some(2)),
+        (guarded_rule(), Some(2)),
         (
             Rule {
                 min_cluster_jaccard: 0.8,
                 cluster_quorum: 1.0,
-                ..Rule::default()
+                ..guarded_rule()
             },
             None,
         ),
     ] {
         let mut d = Deduper::builder()
+            .rule(guarded_rule())
             .rule(rule)
             .open(MemoryStore::new())
             .unwrap();
@@ -995,7 +1039,7 @@ fn complete_linkage_holds_for_every_pair_with_displaced_survivors() {
             } else {
                 Box::new(MemoryStore::new())
             };
-            Deduper::builder().open(store).unwrap()
+            Deduper::builder().rule(guarded_rule()).open(store).unwrap()
         };
         let mut d = open();
         let min = d.rule().min_cluster_jaccard;
@@ -1063,9 +1107,10 @@ fn a_hosts_boilerplate_is_left_out_of_copies_of_its_pages_on_other_hosts() {
     let licence = doc(4242, 80);
     let page = |body: &str| format!("{licence} {body}");
     let mut d = Deduper::builder()
+        .rule(guarded_rule())
         .rule(Rule {
             min_words: 10,
-            ..Rule::default()
+            ..guarded_rule()
         })
         .open(MemoryStore::new())
         .unwrap();
@@ -1197,7 +1242,7 @@ fn run_steps<S: Store>(mut d: Deduper<S>, steps: &[Step], run: bool) -> (Vec<Out
 fn records_repeating_an_earlier_text_are_decided_as_if_analysed() {
     let rule = Rule {
         min_words: 20,
-        ..Rule::default()
+        ..guarded_rule()
     };
     let with_template = |body: &str| format!("{} {body}", doc(7, 60));
     let copy = |id: &str, text: &str, url: &str, first_seen: &str| {
@@ -1344,6 +1389,7 @@ fn records_repeating_an_earlier_text_are_decided_as_if_analysed() {
     ];
     let open = || {
         Deduper::builder()
+            .rule(guarded_rule())
             .rule(rule)
             .open(MemoryStore::new())
             .unwrap()
@@ -1367,6 +1413,7 @@ fn records_repeating_an_earlier_text_are_decided_as_if_analysed() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let open = |name: &str| {
         Deduper::builder()
+            .rule(guarded_rule())
             .rule(rule)
             .set_cache_bytes(0)
             .open(SqliteStore::open(&tmp.path().join(name)).unwrap())
@@ -1380,7 +1427,10 @@ fn records_repeating_an_earlier_text_are_decided_as_if_analysed() {
 
 #[test]
 fn a_record_given_without_its_text_is_refused_when_its_analysis_is_stale() {
-    let mut d = Deduper::builder().open(MemoryStore::new()).unwrap();
+    let mut d = Deduper::builder()
+        .rule(guarded_rule())
+        .open(MemoryStore::new())
+        .unwrap();
     let record = Record::new("a", doc(1, 300)).with_url("https://site.example/a");
     let first = d.analyzer().first_pass(&record).unwrap().without_text();
     let textless = Record {
@@ -1515,9 +1565,11 @@ fn committing_behind_decides_as_committing_at_once_and_confirms_each_batch_by_th
     let tmp = tempfile::tempdir().expect("temp dir");
     let (at_once_path, behind_path) = (tmp.path().join("a.db"), tmp.path().join("b.db"));
     let mut at_once = Deduper::builder()
+        .rule(guarded_rule())
         .open(SqliteStore::open(&at_once_path).unwrap())
         .unwrap();
     let mut behind = Deduper::builder()
+        .rule(guarded_rule())
         .open(SqliteStore::open_bulk(&behind_path).unwrap())
         .unwrap();
     assert!(behind.store().commits_behind());
@@ -1553,6 +1605,7 @@ fn committing_behind_decides_as_committing_at_once_and_confirms_each_batch_by_th
     assert_eq!(merges(&behind), merges(&at_once));
     // Sets committed behind are read back like any others by a deduper opened anew.
     let mut reopened = Deduper::builder()
+        .rule(guarded_rule())
         .open(SqliteStore::open(&behind_path).unwrap())
         .unwrap();
     let again = reopened
@@ -1571,9 +1624,11 @@ fn a_batch_committed_behind_another_processs_write_is_refused_and_decided_again_
     let tmp = tempfile::tempdir().expect("temp dir");
     let path = tmp.path().join("shared.db");
     let mut a = Deduper::builder()
+        .rule(guarded_rule())
         .open(SqliteStore::open_bulk(&path).unwrap())
         .unwrap();
     let mut b = Deduper::builder()
+        .rule(guarded_rule())
         .open(SqliteStore::open(&path).unwrap())
         .unwrap();
     let text = doc(77, 240);
@@ -1605,6 +1660,7 @@ fn a_batch_committed_behind_another_processs_write_is_refused_and_decided_again_
     assert_eq!(stored_ids(&path), ["a1", "from-b"]);
     drop(a);
     let mut fresh = Deduper::builder()
+        .rule(guarded_rule())
         .open(SqliteStore::open_bulk(&path).unwrap())
         .unwrap();
     let prepared = fresh.analyzer().prepare(&second);
@@ -1665,10 +1721,11 @@ fn a_record_that_bridges_two_clusters_fuses_them_where_every_pair_still_links() 
     let linkage = Rule {
         min_cluster_jaccard: 0.77,
         cluster_quorum: 0.0,
-        ..Rule::default()
+        ..guarded_rule()
     };
     let complete = || {
         Deduper::builder()
+            .rule(guarded_rule())
             .rule(linkage)
             .open(MemoryStore::new())
             .unwrap()
@@ -1730,9 +1787,10 @@ fn a_fused_cluster_is_what_the_store_holds_after_reopening() {
     let rule = Rule {
         min_cluster_jaccard: 0.77,
         cluster_quorum: 0.0,
-        ..Rule::default()
+        ..guarded_rule()
     };
     let mut d = Deduper::builder()
+        .rule(guarded_rule())
         .rule(rule)
         .open(SqliteStore::open(&path).unwrap())
         .unwrap();
@@ -1760,6 +1818,7 @@ fn a_fused_cluster_is_what_the_store_holds_after_reopening() {
     );
     drop(d);
     let d = Deduper::builder()
+        .rule(guarded_rule())
         .rule(rule)
         .open(SqliteStore::open(&path).unwrap())
         .unwrap();
@@ -1783,6 +1842,7 @@ fn exact_copies_stay_out_of_the_index_until_their_text_is_handed_to_them() {
     let path = tmp.path().join("s.db");
     let open = || {
         Deduper::builder()
+            .rule(guarded_rule())
             .open(SqliteStore::open(&path).unwrap())
             .unwrap()
     };
@@ -1847,7 +1907,7 @@ fn exact_copies_stay_out_of_the_index_until_their_text_is_handed_to_them() {
 fn single() -> Rule {
     Rule {
         linkage: Linkage::Single,
-        ..Rule::default()
+        ..guarded_rule()
     }
 }
 
@@ -1865,10 +1925,11 @@ fn single_linkage_joins_a_chain_that_guarded_linkage_keeps_apart() {
         Record::new("x", x),
     ];
     for (rule, want) in [
-        (Rule::default(), vec![vec!["a", "x"], vec!["b"]]),
+        (guarded_rule(), vec![vec!["a", "x"], vec!["b"]]),
         (single(), vec![vec!["a", "b", "x"]]),
     ] {
         let mut d = Deduper::builder()
+            .rule(guarded_rule())
             .rule(rule)
             .open(MemoryStore::new())
             .unwrap();
@@ -1885,6 +1946,7 @@ fn single_linkage_joins_a_chain_that_guarded_linkage_keeps_apart() {
 /// The clusters of `records` processed in batches of `batch`, as sorted lists of ids.
 fn partition(rule: Rule, records: &[Record], batch: usize) -> Vec<Vec<String>> {
     let mut d = Deduper::builder()
+        .rule(guarded_rule())
         .rule(rule)
         .open(MemoryStore::new())
         .unwrap();
