@@ -1201,3 +1201,39 @@ fn issue_36_single_linkage_chains_are_reported_and_pairs_listed() {
     assert_eq!(again.code, 0, "{}", again.stderr);
     assert!(!dir.path().join("out-single/pairs.jsonl").exists());
 }
+
+#[test]
+fn issue_36_a_store_decided_under_the_old_defaults_is_told_they_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let line = |id: &str, seed: usize| serde_json::json!({"id": id, "body_text": prose(seed)});
+    std::fs::write(dir.path().join("a.jsonl"), format!("{}\n", line("a", 1))).unwrap();
+    std::fs::write(dir.path().join("b.jsonl"), format!("{}\n", line("b", 2))).unwrap();
+    let run = |input: &str| {
+        neardup(
+            dir.path(),
+            &["dedup", input, "--out", "o", "--store", "s.db"],
+        )
+    };
+    let note = "the defaults changed since this store's records were decided";
+    // A new store: nothing to say; the next run on it neither.
+    let first = run("a.jsonl");
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    assert!(!first.stderr.contains(note), "{}", first.stderr);
+    let second = run("b.jsonl");
+    assert!(!second.stderr.contains(note), "{}", second.stderr);
+    // A store made by a release before the change has no record of its defaults.
+    rusqlite::Connection::open(dir.path().join("s.db"))
+        .unwrap()
+        .execute("DELETE FROM meta WHERE key = 'cli.defaults'", [])
+        .unwrap();
+    let third = run("b.jsonl");
+    assert_eq!(third.code, 0, "{}", third.stderr);
+    assert!(third.stderr.contains(note), "{}", third.stderr);
+    assert!(
+        third.stderr.contains("--linkage guarded"),
+        "{}",
+        third.stderr
+    );
+    // Said once: the run records this release's defaults.
+    assert!(!run("a.jsonl").stderr.contains(note));
+}
