@@ -1237,3 +1237,38 @@ fn issue_36_a_store_decided_under_the_old_defaults_is_told_they_changed() {
     // Said once: the run records this release's defaults.
     assert!(!run("a.jsonl").stderr.contains(note));
 }
+
+#[test]
+fn issue_36_template_pages_that_differ_in_their_item_are_not_merged() {
+    // Reference pages of one template, under 50 words, that differ only in the item they
+    // document (its name, six times): character 3-grams find them alike (the short-text
+    // rule merged them), their word shingles do not (Jaccard about 0.3).
+    let dir = tempfile::tempdir().unwrap();
+    let page = |item: &str| {
+        format!(
+            "{item} reference page. The {item} function returns a new handle for the given \
+             path. Call {item} before any read and check the result of {item} for errors. \
+             See also the examples of {item} in the guide and the {item} section of the manual."
+        )
+    };
+    let items = ["open_reader", "open_writer", "open_append", "open_buffer"];
+    let input: String = items
+        .iter()
+        .map(|item| serde_json::json!({"id": item, "body_text": page(item)}).to_string() + "\n")
+        .collect();
+    std::fs::write(dir.path().join("in.jsonl"), input).unwrap();
+    let run = |out: &str, extra: &[&str]| -> Value {
+        let mut args = vec!["dedup", "in.jsonl", "--out", out, "--store"];
+        let store = format!("{out}.db");
+        args.push(&store);
+        args.extend_from_slice(extra);
+        let run = neardup(dir.path(), &args);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        report(&dir.path().join(out))
+    };
+    let defaults = run("defaults", &[]);
+    assert_eq!(defaults["merged"], 0, "{defaults}");
+    // The old short-text rule merges them: what this test guards against.
+    let old = run("chars", &["--min-words", "50", "--short-text", "chars"]);
+    assert!(old["merged"].as_u64().unwrap() > 0, "{old}");
+}
