@@ -78,7 +78,8 @@
 #        minutes plus the cargo builds; GRID=full about 2 minutes)
 # Knobs: GRID=small|full, CORPORA=recrawl,templates,cjk,short,chrome,manpages, SEED=7,
 #        REBUILD=1 (rebuild the corpora from the cache), JOBS=2 (at most 2),
-#        MIN_WORDS= (e.g. 50,8,1: a --min-words axis for the grid)
+#        MIN_WORDS= (e.g. 50,8,1: a --min-words axis for the grid),
+#        NEARDUP_FLAGS= (flags added to the per-corpus "defaults" runs, to score a setting)
 # Output: bench-out/quality-corpora/{results.json,results.md,<name>/...}
 set -euo pipefail
 

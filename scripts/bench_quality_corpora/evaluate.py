@@ -384,7 +384,11 @@ def run(args):
             return
         run_dir = os.path.join(d, "runs", "defaults" if s is None else
                                setting_name(s).replace(" ", "_").replace("=", ""))
-        run_neardup(args.neardup, d, run_dir, [] if s is None else neardup_flags(s, has_linkage, has_boilerplate))
+        # NEARDUP_FLAGS: extra flags for the "defaults" runs, to score any setting as the
+        # per-corpus table does (e.g. NEARDUP_FLAGS="--linkage guarded").
+        extra = os.environ.get("NEARDUP_FLAGS", "").split()
+        run_neardup(args.neardup, d, run_dir,
+                    extra if s is None else neardup_flags(s, has_linkage, has_boilerplate))
 
     # datasketch (the longest jobs) first.
     with ThreadPoolExecutor(args.jobs) as ex:

@@ -635,8 +635,8 @@ fn explain_shows_the_edit_and_the_decision() {
     for want in [
         "A            file a.txt: 150 words",
         "fingerprint  A ",
-        "index        1000000 records at --max-distance 14",
-        "pigeonhole   15 bands for k = 14",
+        "index        1000000 records at --max-distance 16",
+        "pigeonhole   17 bands for k = 16",
         "only in A    4 shingles in 1 passage:",
         "only in B    4 shingles in 1 passage:",
         "boilerplate  none removed",
@@ -671,7 +671,10 @@ fn explain_shows_the_edit_and_the_decision() {
     );
     assert_eq!(exact.code, 0);
     assert!(exact.stdout.contains("decision     duplicate (exact tier)"));
-    let short = neardup(dir.path(), &["explain", "one two three", "one two four"]);
+    let short = neardup(
+        dir.path(),
+        &["explain", "one two three", "one two four", "--min-words", "50"],
+    );
     assert_eq!(short.code, 1);
     assert!(
         short.stdout.contains("under --min-words 50"),
@@ -712,6 +715,7 @@ fn explain_removes_a_hosts_learned_boilerplate() {
             "dedup",
             "--jsonl",
             "site.jsonl",
+            "--boilerplate",
             "--store",
             "db.sqlite",
             "--out",
