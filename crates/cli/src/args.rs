@@ -280,6 +280,12 @@ pub struct RuleArgs {
     /// apart).
     #[arg(long, value_enum, default_value_t = LinkageName::from(neardup::pipeline::DEFAULT_LINKAGE))]
     pub linkage: LinkageName,
+    /// With --linkage single: a join or a fusion that would put two records under this
+    /// Jaccard in one cluster is refused, so a chain of near-duplicates stops before it
+    /// holds a pair that is no duplicate at all. 0 makes clusters the pure connected
+    /// components (nothing measured; the input's order then changes no cluster).
+    #[arg(long, value_name = "J", default_value_t = neardup::pipeline::DEFAULT_CHAIN_FLOOR)]
+    pub chain_floor: f64,
     /// Records with fewer words are short: word SimHash of a handful of words is unstable.
     #[arg(long, value_name = "WORDS", default_value_t = neardup::pipeline::DEFAULT_MIN_WORDS)]
     pub min_words: usize,
@@ -321,6 +327,7 @@ impl RuleArgs {
             min_cluster_jaccard: self.min_cluster_jaccard,
             cluster_quorum: self.cluster_quorum,
             short_text,
+            chain_floor: self.chain_floor,
             linkage: match self.linkage {
                 LinkageName::Single => neardup::pipeline::Linkage::Single,
                 LinkageName::Guarded => neardup::pipeline::Linkage::Guarded,

@@ -1128,8 +1128,8 @@ fn issue_36_single_linkage_chains_are_reported_and_pairs_listed() {
         })
         .collect();
     std::fs::write(dir.path().join("in.jsonl"), input).unwrap();
-    let run = |linkage: &str| -> (Run, Value) {
-        let out = format!("out-{linkage}");
+    let run = |linkage: &str, floor: &str| -> (Run, Value) {
+        let out = format!("out-{linkage}-{floor}");
         let run = neardup(
             dir.path(),
             &[
@@ -1138,9 +1138,11 @@ fn issue_36_single_linkage_chains_are_reported_and_pairs_listed() {
                 "--out",
                 &out,
                 "--store",
-                &format!("{linkage}.db"),
+                &format!("{linkage}-{floor}.db"),
                 "--linkage",
                 linkage,
+                "--chain-floor",
+                floor,
                 "--pairs",
             ],
         );
@@ -1148,7 +1150,8 @@ fn issue_36_single_linkage_chains_are_reported_and_pairs_listed() {
         let r = report(&dir.path().join(&out));
         (run, r)
     };
-    let (single, r) = run("single");
+    // Pure connected components: the whole chain in one group, reported.
+    let (single, r) = run("single", "0");
     assert_eq!(r["rule"]["linkage"], "single");
     assert_eq!(r["kept"], 1, "one chain, one cluster: {r}");
     let check = &r["cluster_check"];
@@ -1160,7 +1163,7 @@ fn issue_36_single_linkage_chains_are_reported_and_pairs_listed() {
     assert_eq!(r["largest_group"]["suspicious"], true);
     assert!(single.stderr.contains("is suspicious"), "{}", single.stderr);
     // Every neighbouring pair was verified, and is listed once with its scores.
-    let pairs = lines(&dir.path().join("out-single/pairs.jsonl"));
+    let pairs = lines(&dir.path().join("out-single-0/pairs.jsonl"));
     for i in 1..10 {
         let (a, b) = (format!("c{i}"), format!("c{}", i - 1));
         let p = pairs
@@ -1172,8 +1175,18 @@ fn issue_36_single_linkage_chains_are_reported_and_pairs_listed() {
     }
     assert!(pairs.iter().all(|p| p["jaccard"].as_f64().unwrap() >= 0.8));
 
+    // The default chain floor cuts the chain before it holds a pair under 0.5.
+    let (floored, r) = run("single", "0.5");
+    assert!(r["kept"].as_u64().unwrap() > 1, "{r}");
+    assert_eq!(r["cluster_check"]["pairs_below_0_5"], 0, "{r}");
+    assert!(
+        !floored.stderr.contains("under Jaccard 0.5"),
+        "{}",
+        floored.stderr
+    );
+
     // Guarded linkage keeps the chain in groups whose pairs verify: nothing suspicious.
-    let (guarded, r) = run("guarded");
+    let (guarded, r) = run("guarded", "0.5");
     assert!(r["kept"].as_u64().unwrap() > 1, "{r}");
     assert_eq!(r["cluster_check"]["pairs_below_0_5"], 0, "{r}");
     assert_eq!(
@@ -1183,7 +1196,7 @@ fn issue_36_single_linkage_chains_are_reported_and_pairs_listed() {
     assert!(!guarded.stderr.contains("suspicious"), "{}", guarded.stderr);
     // The same verified pairs, whatever the linkage made of them.
     assert_eq!(
-        lines(&dir.path().join("out-guarded/pairs.jsonl")).len(),
+        lines(&dir.path().join("out-guarded-0.5/pairs.jsonl")).len(),
         pairs.len()
     );
     // Without --pairs, no pairs.jsonl (an old one is removed).
@@ -1193,13 +1206,13 @@ fn issue_36_single_linkage_chains_are_reported_and_pairs_listed() {
             "dedup",
             "in.jsonl",
             "--out",
-            "out-single",
+            "out-single-0",
             "--store",
-            "single.db",
+            "single-0.db",
         ],
     );
     assert_eq!(again.code, 0, "{}", again.stderr);
-    assert!(!dir.path().join("out-single/pairs.jsonl").exists());
+    assert!(!dir.path().join("out-single-0/pairs.jsonl").exists());
 }
 
 #[test]

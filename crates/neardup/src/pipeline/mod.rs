@@ -16,9 +16,9 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 pub use decision::{
-    Decision, Linkage, MergeRule, Rule, ShortText, DEFAULT_CLUSTER_QUORUM, DEFAULT_LINKAGE,
-    DEFAULT_MAX_DISTANCE, DEFAULT_MIN_CLUSTER_JACCARD, DEFAULT_MIN_JACCARD, DEFAULT_MIN_WORDS,
-    DEFAULT_SHORT_TEXT,
+    Decision, Linkage, MergeRule, Rule, ShortText, DEFAULT_CHAIN_FLOOR, DEFAULT_CLUSTER_QUORUM,
+    DEFAULT_LINKAGE, DEFAULT_MAX_DISTANCE, DEFAULT_MIN_CLUSTER_JACCARD, DEFAULT_MIN_JACCARD,
+    DEFAULT_MIN_WORDS, DEFAULT_SHORT_TEXT,
 };
 pub use reevaluate::Change;
 
@@ -2481,7 +2481,10 @@ impl<S: Store> Deduper<S> {
             // below the threshold through chaining (A~B and B~C but not A~C). Otherwise the
             // next candidate's cluster is tried.
             let link = match (features, self.rule.short_text) {
-                _ if self.rule.linkage == Linkage::Single => Link::SINGLE,
+                _ if self.rule.linkage == Linkage::Single => Link {
+                    floor: self.rule.chain_floor,
+                    ..Link::SINGLE
+                },
                 (Features::Chars, ShortText::CharNgrams { min_jaccard, .. }) => Link {
                     floor: min_jaccard,
                     verify: min_jaccard,

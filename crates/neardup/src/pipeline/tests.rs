@@ -53,8 +53,14 @@ fn the_defaults_are_the_measured_ones() {
     // scripts/bench_quality_corpora.sh: single linkage, no short-text path, radius 16.
     let r = Rule::default();
     assert_eq!(
-        (r.linkage, r.min_words, r.max_distance, r.min_jaccard),
-        (Linkage::Single, 1, 16, 0.8)
+        (
+            r.linkage,
+            r.chain_floor,
+            r.min_words,
+            r.max_distance,
+            r.min_jaccard
+        ),
+        (Linkage::Single, 0.5, 1, 16, 0.8)
     );
 }
 
@@ -1904,10 +1910,49 @@ fn exact_copies_stay_out_of_the_index_until_their_text_is_handed_to_them() {
     assert_eq!(indexed(&d), [false, false, false]);
 }
 
+/// Pure single linkage: connected components, no chain floor.
 fn single() -> Rule {
     Rule {
         linkage: Linkage::Single,
+        chain_floor: 0.0,
         ..guarded_rule()
+    }
+}
+
+#[test]
+fn the_chain_floor_cuts_a_chain_whose_ends_are_no_duplicates() {
+    // Each link verifies (four more words edited each time); the ends are under 0.5.
+    let base = doc(911, 400);
+    let links: Vec<Record> = (0..10)
+        .map(|l| Record::new(format!("c{l}"), edit(&base, l * 4)))
+        .collect();
+    let h = SimHasher::builder().build().unwrap();
+    let j = |a: &Record, b: &Record| {
+        crate::verify::jaccard(
+            &h.shingle_set(&a.fields[0].text),
+            &h.shingle_set(&b.fields[0].text),
+        )
+    };
+    assert!(j(&links[0], &links[9]) < 0.5);
+    assert!((1..10).all(|l| j(&links[l - 1], &links[l]) >= 0.8));
+    let pure = partition(single(), &links, 3);
+    assert_eq!(pure.len(), 1, "connected components: one chain {pure:?}");
+    let floored = Rule {
+        chain_floor: 0.5,
+        ..single()
+    };
+    let cut = partition(floored, &links, 3);
+    assert!(cut.len() > 1, "{cut:?}");
+    for cluster in &cut {
+        for a in cluster {
+            for b in cluster {
+                let (a, b) = (
+                    &links[a[1..].parse::<usize>().unwrap()],
+                    &links[b[1..].parse::<usize>().unwrap()],
+                );
+                assert!(j(a, b) >= 0.5, "{} ~ {} in {cluster:?}", a.id, b.id);
+            }
+        }
     }
 }
 
