@@ -673,7 +673,13 @@ fn explain_shows_the_edit_and_the_decision() {
     assert!(exact.stdout.contains("decision     duplicate (exact tier)"));
     let short = neardup(
         dir.path(),
-        &["explain", "one two three", "one two four", "--min-words", "50"],
+        &[
+            "explain",
+            "one two three",
+            "one two four",
+            "--min-words",
+            "50",
+        ],
     );
     assert_eq!(short.code, 1);
     assert!(
