@@ -4,6 +4,10 @@
 //! near-duplicate when the shingle sets themselves agree. Sets are sorted, distinct slices,
 //! so the intersection is a linear merge.
 
+/// The verification sets' ids are made where shingles are (`text::shingle`); re-exported
+/// here, where sets are compared.
+pub use crate::text::shingle::shingle_ids;
+
 /// Both numbers behind a decision: the Hamming distance of the fingerprints and the Jaccard
 /// similarity of the shingle sets. Both are logged with every merge (seed 000), so a changed
 /// threshold can be re-evaluated later without recomputing anything.
@@ -119,25 +123,6 @@ unsafe fn id_intersection_len_avx2(a: &[u32], b: &[u32]) -> usize {
         j += 8 * usize::from(b_last <= a_last);
     }
     n + intersection_len(&a[i..], &b[j..])
-}
-
-/// The 32-bit id of a 64-bit shingle hash that [`shingle_ids`] keeps: its high half.
-#[inline]
-pub(crate) fn shingle_id(shingle: u64) -> u32 {
-    (shingle >> 32) as u32
-}
-
-/// Compacts 64-bit shingle hashes to the sorted, distinct 32-bit ids stored for
-/// verification: half the bytes, and a 32-bit collision inside a pair of documents of a
-/// thousand shingles each moves their Jaccard by less than 1e-3 with probability > 0.999.
-pub fn shingle_ids(shingles: &[u64]) -> Vec<u32> {
-    let mut ids: Vec<u32> = shingles.iter().map(|&h| shingle_id(h)).collect();
-    // Sorted input keeps its high halves in order: then deduplication is all that is left.
-    if !shingles.is_sorted() {
-        ids.sort_unstable();
-    }
-    ids.dedup();
-    ids
 }
 
 /// Removes the ids of boilerplate shingles from a stored set, so two records are compared on

@@ -507,7 +507,7 @@ impl SimHasher {
     }
 
     /// [`analyze`](Self::analyze) for the pipeline: the shingle set as the sorted distinct
-    /// 32-bit ids that verification compares ([`crate::verify::shingle_ids`] of `analyze`'s
+    /// 32-bit ids that verification compares ([`crate::text::shingle::shingle_ids`] of `analyze`'s
     /// shingles), made by sorting the ids rather than the 64-bit hashes, and with the
     /// scratch's shingle buffer kept for the next record (`analyze` hands it over, and a
     /// buffer grown from nothing for every record was a tenth of the analysis's copies).
@@ -526,7 +526,7 @@ impl SimHasher {
             scratch
                 .all_shingles
                 .iter()
-                .map(|&h| crate::verify::shingle_id(h)),
+                .map(|&h| crate::text::shingle::shingle_id(h)),
         );
         sort_distinct(ids, &mut scratch.sort_ids);
         Ok(summary.with(Arc::from(&ids[..])))

@@ -119,7 +119,7 @@ impl SimHasher {
 
     /// Completes a [`pre_analyze`](Self::pre_analyze) of this profile: what
     /// [`analyze`](Self::analyze) answers for the same fields and `boilerplate`, with the
-    /// shingle set as the sorted distinct ids of [`crate::verify::shingle_ids`].
+    /// shingle set as the sorted distinct ids of [`crate::text::shingle::shingle_ids`].
     ///
     /// # Errors
     /// [`Error::EmptyFeatureBag`] when nothing but boilerplate is left.
@@ -134,7 +134,11 @@ impl SimHasher {
         ids.clear();
         let mut removed = 0usize;
         match boilerplate.filter(|b| !b.is_empty()) {
-            None => ids.extend(pre.shingles.iter().map(|&h| crate::verify::shingle_id(h))),
+            None => ids.extend(
+                pre.shingles
+                    .iter()
+                    .map(|&h| crate::text::shingle::shingle_id(h)),
+            ),
             Some(b) => {
                 // Every occurrence of a boilerplate shingle leaves the vote.
                 scratch.field.clear();
@@ -146,7 +150,7 @@ impl SimHasher {
                     if b.contains(h) {
                         scratch.field.extend(std::iter::repeat_n(h, 1 + extra));
                     } else {
-                        ids.push(crate::verify::shingle_id(h));
+                        ids.push(crate::text::shingle::shingle_id(h));
                     }
                 }
                 if !scratch.field.is_empty() {

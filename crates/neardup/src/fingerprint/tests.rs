@@ -413,7 +413,7 @@ proptest! {
             let got = h.analyze_ids(&fields, boilerplate.as_ref(), &mut scratch);
             match (want, got) {
                 (Ok(want), Ok(got)) => {
-                    prop_assert_eq!(crate::verify::shingle_ids(&want.shingles), got.shingles.to_vec());
+                    prop_assert_eq!(crate::text::shingle::shingle_ids(&want.shingles), got.shingles.to_vec());
                     prop_assert_eq!(want.fingerprint, got.fingerprint);
                     prop_assert_eq!(want.content_hash, got.content_hash);
                     prop_assert_eq!(want.token_count, got.token_count);
