@@ -210,6 +210,39 @@ impl IdfTable {
     }
 }
 
+/// Which features a record's stored fingerprint and verification set were made from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Features {
+    /// Word shingles under the store's profile: the record is in the main index.
+    Words,
+    /// Character n-grams (short-text mode): the record is in the short-text index.
+    Chars,
+    /// None: the record takes part in the exact tier only.
+    ExactOnly,
+}
+
+impl Features {
+    /// The stable lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Features::Words => "words",
+            Features::Chars => "chars",
+            Features::ExactOnly => "exact_only",
+        }
+    }
+
+    /// Parses [`as_str`](Self::as_str)'s names.
+    pub fn parse(s: &str) -> Option<Features> {
+        Some(match s {
+            "words" => Features::Words,
+            "chars" => Features::Chars,
+            "exact_only" => Features::ExactOnly,
+            _ => return None,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

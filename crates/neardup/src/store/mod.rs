@@ -27,6 +27,8 @@ pub(crate) use set_blob::ids_as_blob;
 pub(crate) use set_blob::{blob_to_ids, packed_blob};
 pub use sqlite::SqliteStore;
 
+/// Which features a record was analysed over: defined with the features, kept here.
+pub use crate::features::Features;
 use crate::record::Timestamp;
 use crate::Result;
 
@@ -62,39 +64,6 @@ impl Arrival {
             "exact" => Arrival::Exact,
             "near" => Arrival::Near,
             "too_short" => Arrival::TooShort,
-            _ => return None,
-        })
-    }
-}
-
-/// Which features a record's stored fingerprint and verification set were made from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Features {
-    /// Word shingles under the store's profile: the record is in the main index.
-    Words,
-    /// Character n-grams (short-text mode): the record is in the short-text index.
-    Chars,
-    /// None: the record takes part in the exact tier only.
-    ExactOnly,
-}
-
-impl Features {
-    /// The stable lowercase name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Features::Words => "words",
-            Features::Chars => "chars",
-            Features::ExactOnly => "exact_only",
-        }
-    }
-
-    /// Parses [`as_str`](Self::as_str)'s names.
-    pub fn parse(s: &str) -> Option<Features> {
-        Some(match s {
-            "words" => Features::Words,
-            "chars" => Features::Chars,
-            "exact_only" => Features::ExactOnly,
             _ => return None,
         })
     }
