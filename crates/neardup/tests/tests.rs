@@ -2,4 +2,5 @@
 
 mod golden;
 mod lang;
+mod layers;
 mod seeds;
