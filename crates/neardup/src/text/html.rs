@@ -36,6 +36,9 @@ pub fn html_to_text(html: &str) -> String {
     // Switch to raw text after `<script>`, `<style>`, `<title>`, `<textarea>`, … as a tree
     // builder would tell the tokenizer to.
     emitter.naively_switch_states(true);
+    // A byte order mark is no text (browsers drop it before decoding); a page saved with one
+    // kept it at the start of its text.
+    let html = html.strip_prefix('\u{feff}').unwrap_or(html);
     // Reading a `&str` cannot fail, and the tokenizer yields no tokens of its own here.
     for _ in Tokenizer::new_with_emitter(html, NoParseErrors(emitter)) {}
     extractor.finish()
@@ -536,6 +539,15 @@ fn close_range(range: &mut Range, at: usize) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_byte_order_mark_is_not_text() {
+        assert_eq!(
+            super::html_to_text("\u{feff}<p>Hello</p>"),
+            super::html_to_text("<p>Hello</p>")
+        );
+        assert!(!super::html_to_text("\u{feff}plain").contains('\u{feff}'));
+    }
+
     use super::*;
     use proptest::prelude::*;
 
