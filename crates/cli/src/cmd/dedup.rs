@@ -437,7 +437,6 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
         run_ids: Vec::new(),
         run_origins: HashMap::new(),
         merge_logged: HashSet::new(),
-        already_merged: HashSet::new(),
         maps: SpoolMaps::default(),
         hosts: BTreeMap::new(),
     };
@@ -558,22 +557,10 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
     progress.finish_and_clear();
     let deduped_at = started.elapsed();
 
-    // Records merged by an earlier run: repeat their merge-log entries.
-    if !state.already_merged.is_empty() {
-        let mut wanted = std::mem::take(&mut state.already_merged);
-        let mut entries = Vec::new();
-        deduper.store().merges(&mut |m| {
-            if wanted.remove(&m.merged) {
-                entries.push(m);
-            }
-        })?;
-        for e in entries {
-            state.log_merge(&e)?;
-        }
-    }
     let (kept, merged, unlogged) = state.write_kept_and_clusters(&deduper)?;
-    // Records of this run merged by another process's decision (a Redis store, shared by
-    // many writers): their merge-log entries are that process's, and come from the store.
+    // Records of this run merged by a decision not made in this run (by an earlier run: a
+    // rerun repeats their entries; or by another process writing to a shared Redis store):
+    // their merge-log entries come from the store, in one scan of its merge log.
     let mut unlogged_left = unlogged.len() as u64;
     if !unlogged.is_empty() {
         let mut wanted: HashSet<String> = unlogged.into_iter().collect();
@@ -1517,8 +1504,6 @@ struct RunState {
     run_origins: HashMap<u128, Box<str>>,
     /// The hashes of the merged ids of merges.jsonl's entries so far.
     merge_logged: HashSet<u128>,
-    /// Ids stored by an earlier run as merged records.
-    already_merged: HashSet<String>,
     hosts: BTreeMap<String, HostShare>,
     /// The mapped inputs the spool refers to.
     maps: SpoolMaps,
@@ -1660,10 +1645,9 @@ impl RunState {
             Decision::Merged { rule, .. } => self.counts.count(rule),
             Decision::AlreadyStored { survivor } => {
                 self.counts.already_stored += 1;
+                // A merged one's entry comes from the store's merge log at the end.
                 if survivor == record.id {
                     self.spool(&record.id, object, origin, outcome.language.as_deref())?;
-                } else {
-                    self.already_merged.insert(record.id.clone());
                 }
             }
         }
