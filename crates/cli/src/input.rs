@@ -399,17 +399,18 @@ pub fn total_bytes(args: &InputArgs) -> Option<u64> {
     if args.files.is_empty() || args.files.iter().any(|p| p == Path::new("-")) {
         return None;
     }
+    let size = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len());
     let mut total = 0;
-    let mut stack: Vec<(PathBuf, bool)> = args.files.iter().map(|p| (p.clone(), true)).collect();
-    while let Some((p, named)) = stack.pop() {
+    for p in &args.files {
         if p.is_dir() {
-            if let Ok(rd) = std::fs::read_dir(&p) {
-                stack.extend(rd.filter_map(|e| e.ok()).map(|e| (e.path(), false)));
-            }
-        } else if named || reads_in_directory(&p, args.jsonl) {
-            if let Ok(m) = std::fs::metadata(&p) {
-                total += m.len();
-            }
+            let (files, _) = walk(p);
+            total += files
+                .iter()
+                .filter(|f| reads_in_directory(f, args.jsonl))
+                .map(|f| size(f))
+                .sum::<u64>();
+        } else {
+            total += size(p);
         }
     }
     Some(total)
