@@ -1,0 +1,128 @@
+//! Input readers: plain-text files (a document per file or per line), JSON Lines (plain,
+//! .gz or .zst) and directories of .txt/.html (or, with JSON Lines input, .jsonl) files.
+//!
+//! [`InputArgs::resolve`] settles the format first (JSON Lines by the files' names unless a
+//! flag says otherwise) and refuses input paths that cannot be opened. Readers then stream:
+//! a record is handed on as soon as its line is read, and anything that cannot be used
+//! becomes a [`Reject`] naming the file, the line, the record's id when it has one, and the
+//! reason, never an abort.
+//!
+//! One job a file: `discover` settles the format and finds the files (the walk of a
+//! directory, the files it skips, the bytes to read), `open` opens and decompresses a
+//! file, `mmap` maps a plain one, `lines` cuts input into lines, `read` walks the inputs
+//! into [`Item`]s, `record` builds a [`Record`] from an item, `json` reads a JSON object's
+//! members, and `host` probes a JSON line for its host alone.
+
+use std::fmt;
+
+mod discover;
+mod host;
+mod json;
+mod lines;
+mod mmap;
+mod open;
+mod read;
+mod record;
+#[cfg(test)]
+mod tests;
+
+pub use self::discover::{
+    is_jsonl_name, print_skipped_note, skipped_files, skipped_note, total_bytes,
+};
+pub use self::host::probe_host;
+pub use self::lines::{for_each_line, LineBytes};
+pub use self::mmap::release_pages;
+pub use self::read::{for_each, for_each_item};
+pub use self::record::{mirror_host, parse_json_line, Item};
+
+/// Text fields read from a JSONL record when none are named (seed 000's `content_text`,
+/// plus a plain `text`).
+pub const DEFAULT_TEXT_FIELDS: [&str; 4] = ["title", "description", "body_text", "text"];
+
+/// Where a record came from: a file and, for line-based input, a 1-based line number.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    /// The file, or `<stdin>`.
+    pub file: String,
+    /// The line, for --lines and --jsonl.
+    pub line: Option<u64>,
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(l) => write!(f, "{}:{l}", self.file),
+            None => f.write_str(&self.file),
+        }
+    }
+}
+
+/// One input record.
+#[derive(Debug, Clone)]
+pub struct Record {
+    /// Where it came from.
+    pub origin: Origin,
+    /// Its id: the id field, else the line number, else the file name.
+    pub id: String,
+    /// Its content fields, in order, as (name, text); HTML already reduced to text.
+    pub fields: Vec<(String, String)>,
+    /// Source URL.
+    pub url: Option<String>,
+    /// Host.
+    pub host: Option<String>,
+    /// First-seen time as written (RFC 3339 expected).
+    pub first_seen: Option<String>,
+    /// Retention class.
+    pub retention_class: Option<String>,
+    /// The JSON object it was read from (JSONL only), as read, for outputs that extend it:
+    /// the line itself, valid UTF-8, not a copy.
+    pub object: Option<LineBytes>,
+    /// When `object` has top-level members of [`RESERVED_KEYS`], whose values outputs that
+    /// extend the object set themselves: the byte ranges in `object` of its other members,
+    /// which those outputs keep. `None`: the object is kept whole.
+    pub kept_members: Option<Vec<std::ops::Range<usize>>>,
+}
+
+/// The JSON object `object` (valid, as read) with only its members at `kept` (see
+/// [`Record::kept_members`]).
+pub fn object_with(object: &[u8], kept: &[std::ops::Range<usize>]) -> Vec<u8> {
+    let mut rewritten = Vec::with_capacity(object.len());
+    rewritten.push(b'{');
+    for (i, member) in kept.iter().enumerate() {
+        if i > 0 {
+            rewritten.push(b',');
+        }
+        rewritten.extend_from_slice(&object[member.clone()]);
+    }
+    rewritten.push(b'}');
+    rewritten
+}
+
+/// The keys kept.jsonl sets on each surviving record (an input's own values are replaced).
+pub const RESERVED_KEYS: [&str; 5] = [
+    "source_urls",
+    "first_seen",
+    "cluster_size",
+    "neardup_fingerprint",
+    "neardup_language",
+];
+
+/// An input that could not be used, and why.
+#[derive(Debug, Clone)]
+pub struct Reject {
+    /// Where it came from.
+    pub origin: Origin,
+    /// The record's id, when it is a JSON object with a string or number id.
+    pub id: Option<String>,
+    /// Why it was rejected.
+    pub reason: String,
+}
+
+impl fmt::Display for Reject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.id {
+            Some(id) => write!(f, "{} (record {id:?}): {}", self.origin, self.reason),
+            None => write!(f, "{}: {}", self.origin, self.reason),
+        }
+    }
+}
