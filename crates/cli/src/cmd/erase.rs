@@ -8,7 +8,7 @@ use anyhow::Context;
 use clap::Args;
 use neardup::Timestamp;
 
-use crate::args::{ProfileArgs, RuleArgs};
+use crate::args::ScoringArgs;
 
 /// Arguments of `neardup erase`.
 #[derive(Debug, Args)]
@@ -21,9 +21,7 @@ pub struct EraseArgs {
     #[arg(value_name = "ID", required = true)]
     pub ids: Vec<String>,
     #[command(flatten)]
-    pub profile: ProfileArgs,
-    #[command(flatten)]
-    pub rule: RuleArgs,
+    pub scoring: ScoringArgs,
 }
 
 /// Arguments of `neardup expire`.
@@ -39,9 +37,7 @@ pub struct ExpireArgs {
     #[arg(long, value_name = "TIME", value_parser = parse_time)]
     pub before: Timestamp,
     #[command(flatten)]
-    pub profile: ProfileArgs,
-    #[command(flatten)]
-    pub rule: RuleArgs,
+    pub scoring: ScoringArgs,
 }
 
 fn parse_time(s: &str) -> Result<Timestamp, String> {
@@ -54,24 +50,19 @@ type Locked = (
     Option<neardup::store::WriterLock>,
 );
 
-fn open(
-    store: &std::path::Path,
-    profile: &ProfileArgs,
-    rule: &RuleArgs,
-    command: &str,
-) -> anyhow::Result<Locked> {
+fn open(store: &std::path::Path, scoring: &ScoringArgs, command: &str) -> anyhow::Result<Locked> {
     if !super::is_redis_url(store) && !store.exists() {
         anyhow::bail!("store {} does not exist", store.display());
     }
     let lock = super::lock_store(store, command, false)?;
-    let deduper = super::open_deduper(store, profile, rule, 0)
+    let deduper = super::open_deduper(store, &scoring.profile, &scoring.rule, 0)
         .with_context(|| format!("opening store {}", store.display()))?;
     Ok((deduper, lock))
 }
 
 /// Exit 0 when every id was erased, 1 when some were not stored.
 pub fn run_erase(args: &EraseArgs) -> anyhow::Result<ExitCode> {
-    let (mut deduper, _lock) = open(&args.store, &args.profile, &args.rule, "neardup erase")?;
+    let (mut deduper, _lock) = open(&args.store, &args.scoring, "neardup erase")?;
     let ids: Vec<&str> = args.ids.iter().map(String::as_str).collect();
     let erased = deduper.erase(&ids)?;
     let mut out = std::io::stdout().lock();
@@ -93,7 +84,7 @@ pub fn run_erase(args: &EraseArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn run_expire(args: &ExpireArgs) -> anyhow::Result<ExitCode> {
-    let (mut deduper, _lock) = open(&args.store, &args.profile, &args.rule, "neardup expire")?;
+    let (mut deduper, _lock) = open(&args.store, &args.scoring, "neardup expire")?;
     let erased = deduper.expire(&args.class, args.before)?;
     let mut out = std::io::stdout().lock();
     for id in &erased {

@@ -16,7 +16,7 @@ use neardup::{Boilerplate, SqliteStore, Store};
 use serde_json::{json, Value};
 
 use super::tune::{plan_json, plan_line, DEFAULT_PLAN_RECORDS};
-use crate::args::{ProfileArgs, RuleArgs};
+use crate::args::ScoringArgs;
 
 /// Arguments of `neardup explain`.
 #[derive(Debug, Args)]
@@ -52,9 +52,7 @@ pub struct ExplainArgs {
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
-    pub profile: ProfileArgs,
-    #[command(flatten)]
-    pub rule: RuleArgs,
+    pub scoring: ScoringArgs,
 }
 
 const EXPLAIN_HELP: &str = "\
@@ -129,8 +127,8 @@ fn open_store(path: &Path, profile: &str) -> anyhow::Result<SqliteStore> {
 }
 
 pub fn run(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
-    let hasher = super::hasher(&args.profile)?;
-    let rule = args.rule.rule();
+    let hasher = super::hasher(&args.scoring.profile)?;
+    let rule = args.scoring.rule.rule();
     rule.validate()?;
     let profile = hasher.profile().to_string();
     let store = match &args.store {

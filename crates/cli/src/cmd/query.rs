@@ -8,7 +8,7 @@ use anyhow::{bail, Context};
 use clap::Args;
 use neardup::{Record, TextField};
 
-use crate::args::{InputArgs, InputFormat, ProfileArgs, RuleArgs};
+use crate::args::{InputArgs, InputFormat, ScoringArgs};
 use crate::input;
 
 /// Arguments of `neardup query`.
@@ -33,9 +33,7 @@ pub struct QueryArgs {
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
-    pub profile: ProfileArgs,
-    #[command(flatten)]
-    pub rule: RuleArgs,
+    pub scoring: ScoringArgs,
 }
 
 /// Exit codes like grep's: 0 when something matched, 1 when nothing did, 2 on error.
@@ -51,7 +49,7 @@ pub fn run(args: &QueryArgs) -> anyhow::Result<ExitCode> {
             args.store.display()
         );
     }
-    let deduper = super::open_deduper(&args.store, &args.profile, &args.rule, 0)
+    let deduper = super::open_deduper(&args.store, &args.scoring.profile, &args.scoring.rule, 0)
         .with_context(|| format!("opening store {}", args.store.display()))?;
     let mut record = Record::new("<query>", String::new());
     record.fields = fields

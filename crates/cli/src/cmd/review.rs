@@ -11,7 +11,7 @@ use neardup::pipeline::Change;
 use neardup::store::MergeLogEntry;
 use neardup::{Store, Timestamp};
 
-use crate::args::{ProfileArgs, RuleArgs};
+use crate::args::ScoringArgs;
 
 /// Arguments of `neardup reevaluate`.
 #[derive(Debug, Args)]
@@ -30,9 +30,7 @@ pub struct ReevaluateArgs {
     #[arg(long)]
     pub apply: bool,
     #[command(flatten)]
-    pub profile: ProfileArgs,
-    #[command(flatten)]
-    pub rule: RuleArgs,
+    pub scoring: ScoringArgs,
 }
 
 /// Arguments of `neardup review`.
@@ -68,8 +66,9 @@ pub fn run_reevaluate(args: &ReevaluateArgs) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
-    let mut deduper = super::open_deduper(&args.store, &args.profile, &args.rule, 0)
-        .with_context(|| format!("opening store {}", args.store.display()))?;
+    let mut deduper =
+        super::open_deduper(&args.store, &args.scoring.profile, &args.scoring.rule, 0)
+            .with_context(|| format!("opening store {}", args.store.display()))?;
     let changes = deduper.reevaluate(args.distance, args.jaccard)?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();

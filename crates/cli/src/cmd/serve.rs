@@ -35,7 +35,7 @@ use parking_lot::{Mutex, RwLock};
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
-use crate::args::{ProfileArgs, RuleArgs};
+use crate::args::ScoringArgs;
 use api::{Answer, ApiError, Conversion, Match};
 use metrics::Metrics;
 use writer::{Job, Shared, WriterConfig, WriterState};
@@ -44,9 +44,7 @@ use writer::{Job, Shared, WriterConfig, WriterState};
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     #[command(flatten)]
-    pub profile: ProfileArgs,
-    #[command(flatten)]
-    pub rule: RuleArgs,
+    pub scoring: ScoringArgs,
     /// The store: an SQLite file, created if missing; the same store `neardup dedup` uses.
     /// The server holds its writer lock while it runs: a `dedup` on it waits for the server
     /// to stop, and a server started while a `dedup` runs waits for it.
@@ -261,8 +259,8 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
 fn open(args: &ServeArgs) -> anyhow::Result<Deduper<Box<dyn Store>>> {
     super::open_deduper_with(
         &args.store,
-        &args.profile,
-        &args.rule,
+        &args.scoring.profile,
+        &args.scoring.rule,
         0,
         args.detect_language,
         false,

@@ -22,7 +22,7 @@ use neardup::verify::Scores;
 use neardup::{Field, SimHasher, SqliteStore, Store};
 use serde_json::{json, Map, Value};
 
-use crate::args::{InputArgs, ProfileArgs, RuleArgs};
+use crate::args::{InputArgs, ScoringArgs};
 use crate::input;
 
 /// Records a layout is planned for when neither --records nor a store says.
@@ -86,11 +86,9 @@ pub struct TuneArgs {
     /// Print the full grid and everything else as JSON.
     #[arg(long)]
     pub json: bool,
+    /// The profile, and the current thresholds, shown against the recommendation.
     #[command(flatten)]
-    pub profile: ProfileArgs,
-    /// The current thresholds, shown against the recommendation.
-    #[command(flatten)]
-    pub rule: RuleArgs,
+    pub scoring: ScoringArgs,
 }
 
 const TUNE_HELP: &str = "\
@@ -569,8 +567,8 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<ExitCode> {
         args.grid_min_jaccard,
         args.grid_jaccard_step,
     )?;
-    let hasher = super::hasher(&args.profile)?;
-    let rule = args.rule.rule();
+    let hasher = super::hasher(&args.scoring.profile)?;
+    let rule = args.scoring.rule.rule();
     let name = args.pairs.display().to_string();
     let lines = read_pairs(&args.pairs)?;
     let ids: HashSet<String> = lines
@@ -742,7 +740,7 @@ fn print_report(
         writeln!(
             out,
             "note: {short} pairs have a side under --min-words {}: the pipeline gives them only the exact tier",
-            args.rule.min_words
+            args.scoring.rule.min_words
         )?;
     }
     writeln!(out)?;

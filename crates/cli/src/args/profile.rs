@@ -1,0 +1,74 @@
+//! The fingerprint profile: `ProfileArgs` and the names its options take.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+/// The fingerprint profile.
+#[derive(Debug, Args, Clone)]
+pub struct ProfileArgs {
+    /// Feature hash: `xxh3` (fast, default) or `blake2b` (bit-for-bit the Python reference
+    /// `simhash(text)` of seed 000, for stores made by that pipeline).
+    #[arg(long, value_enum, default_value_t = ProfileName::Xxh3)]
+    pub profile: ProfileName,
+    /// Words per shingle.
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub shingle_width: usize,
+    /// Fingerprint width in bits: 64 or 128.
+    #[arg(long, value_name = "BITS", default_value_t = 64, value_parser = parse_bits)]
+    pub bits: u32,
+    /// Shingle weighting: `tf` (each occurrence votes), `presence` (each distinct shingle
+    /// once) or `idf` (needs --idf).
+    #[arg(long, value_enum, default_value_t = WeightingName::Tf)]
+    pub weighting: WeightingName,
+    /// IDF table made by `neardup idf`, for --weighting idf.
+    #[arg(long, value_name = "FILE")]
+    pub idf: Option<PathBuf>,
+    /// Tokens: `words` (Unicode words; Han, kana and Thai one per character, so shingles are
+    /// character n-grams there), `jieba` (Chinese segmented into words) or `chars` (character
+    /// n-grams everywhere).
+    #[arg(long, value_enum, default_value_t = TokensName::Words)]
+    pub tokens: TokensName,
+    /// Give shingles made only of stopwords (of each record's detected language) weight 0.
+    #[arg(long)]
+    pub stopwords: bool,
+}
+
+/// Token rule names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TokensName {
+    /// Unicode words.
+    Words,
+    /// Chinese words by jieba.
+    Jieba,
+    /// Characters.
+    Chars,
+}
+
+fn parse_bits(s: &str) -> Result<u32, String> {
+    match s {
+        "64" => Ok(64),
+        "128" => Ok(128),
+        _ => Err(format!("fingerprints have 64 or 128 bits, not {s:?}")),
+    }
+}
+
+/// Feature-hash profile names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProfileName {
+    /// xxh3 token hashes combined per shingle.
+    Xxh3,
+    /// blake2b of the shingle text (seed 000 compatible).
+    Blake2b,
+}
+
+/// Weighting names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum WeightingName {
+    /// Term frequency.
+    Tf,
+    /// Presence.
+    Presence,
+    /// Inverse document frequency.
+    Idf,
+}
