@@ -9,8 +9,8 @@ mod scoring;
 mod size;
 
 pub use self::input::{
-    InputArgs, InputFormat, DEFAULT_CLASS_FIELD, DEFAULT_HOST_FIELD, DEFAULT_ID_FIELD,
-    DEFAULT_TIME_FIELD, DEFAULT_URL_FIELD,
+    parse_field_weight, InputArgs, InputFormat, DEFAULT_CLASS_FIELD, DEFAULT_HOST_FIELD,
+    DEFAULT_ID_FIELD, DEFAULT_TIME_FIELD, DEFAULT_URL_FIELD,
 };
 pub use self::profile::{ProfileArgs, ProfileName, TokensName, WeightingName};
 pub use self::rule::{LinkageName, RuleArgs, ShortTextName};

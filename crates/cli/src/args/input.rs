@@ -120,7 +120,11 @@ impl InputArgs {
     }
 }
 
-fn parse_field_weight(s: &str) -> Result<(String, u32), String> {
+/// A `--field-weight` value: `NAME=N`, N a whole number of at least 1.
+///
+/// # Errors
+/// Not `NAME=N`, or N not a whole number of at least 1.
+pub fn parse_field_weight(s: &str) -> Result<(String, u32), String> {
     let (name, weight) = s
         .split_once('=')
         .ok_or_else(|| format!("expected NAME=N, got {s:?}"))?;

@@ -7,12 +7,13 @@
 //! request after it.
 
 mod api;
+mod http;
 mod metrics;
 mod openapi;
 mod writer;
 
 use std::collections::HashMap;
-use std::path::{Path as FsPath, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
@@ -20,11 +21,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::rejection::{PathRejection, QueryRejection};
-use axum::extract::{MatchedPath, Path, Query, Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
-use axum::middleware::{self, Next};
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -78,7 +79,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = 4096)]
     pub max_group: usize,
     /// Weight of a field's shingles, as NAME=N, as in `neardup dedup`.
-    #[arg(long = "field-weight", value_name = "NAME=N", value_parser = parse_field_weight)]
+    #[arg(long = "field-weight", value_name = "NAME=N", value_parser = crate::args::parse_field_weight)]
     pub field_weights: Vec<(String, u32)>,
     /// Detect and store each inserted record's language, as `neardup dedup` does. Off by
     /// default: the language decides nothing (unless --stopwords, which turns it on) and
@@ -116,19 +117,6 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
         return Err(format!("the window must be longer than 0, not {s:?}"));
     }
     Ok(Duration::from_secs_f64(secs))
-}
-
-fn parse_field_weight(s: &str) -> Result<(String, u32), String> {
-    let (name, weight) = s
-        .split_once('=')
-        .ok_or_else(|| format!("expected NAME=N, got {s:?}"))?;
-    match weight.parse::<u32>() {
-        Ok(0) => Err(format!("weight of field {name:?} must be at least 1")),
-        Ok(w) => Ok((name.to_owned(), w)),
-        Err(_) => Err(format!(
-            "weight {weight:?} of field {name:?} is not a whole number"
-        )),
-    }
 }
 
 /// What every handler shares.
@@ -286,163 +274,18 @@ async fn shutdown_signal() {
 fn router(app: App) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
-        .route("/metrics", get(metrics_text))
+        .route("/metrics", get(metrics::metrics_text))
         .route("/v1/openapi.json", get(openapi_json))
         .route("/v1/records", post(post_records))
         .route("/v1/query", post(post_query))
         .route("/v1/records/{id}", get(get_record).delete(delete_record))
         .route("/v1/clusters/{id}", get(get_cluster))
         .route("/v1/merges", get(get_merges))
-        .fallback(not_found)
-        .method_not_allowed_fallback(method_not_allowed)
-        .layer(middleware::from_fn_with_state(app.clone(), authorize))
-        .layer(middleware::from_fn_with_state(app.clone(), observe))
+        .fallback(http::not_found)
+        .method_not_allowed_fallback(http::method_not_allowed)
+        .layer(middleware::from_fn_with_state(app.clone(), http::authorize))
+        .layer(middleware::from_fn_with_state(app.clone(), http::observe))
         .with_state(app)
-}
-
-/// The metrics name of a route.
-fn route_name(method: &Method, path: Option<&str>) -> &'static str {
-    match (method.as_str(), path.unwrap_or("")) {
-        ("GET", "/healthz") => "healthz",
-        ("GET", "/metrics") => "metrics",
-        ("GET", "/v1/openapi.json") => "openapi",
-        ("POST", "/v1/records") => "insert",
-        ("POST", "/v1/query") => "query",
-        ("GET", "/v1/records/{id}") => "get_record",
-        ("DELETE", "/v1/records/{id}") => "delete_record",
-        ("GET", "/v1/clusters/{id}") => "get_cluster",
-        ("GET", "/v1/merges") => "merges",
-        _ => "other",
-    }
-}
-
-async fn observe(State(app): State<App>, req: Request, next: Next) -> Response {
-    let route = route_name(
-        req.method(),
-        req.extensions()
-            .get::<MatchedPath>()
-            .map(MatchedPath::as_str),
-    );
-    let started = Instant::now();
-    let response = next.run(req).await;
-    app.metrics
-        .request(route, response.status().as_u16(), started.elapsed());
-    response
-}
-
-async fn authorize(State(app): State<App>, req: Request, next: Next) -> Response {
-    let Some(token) = &app.token else {
-        return next.run(req).await;
-    };
-    if req.uri().path() == "/healthz" {
-        return next.run(req).await;
-    }
-    let given = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(bearer_token);
-    match given {
-        Some(g) if constant_time_eq(g.as_bytes(), token.as_bytes()) => next.run(req).await,
-        _ => {
-            let mut response = ApiError::new(
-                StatusCode::UNAUTHORIZED,
-                "missing or invalid bearer token: send `Authorization: Bearer TOKEN` with the token of --token-file",
-            )
-            .field("Authorization")
-            .into_response();
-            response
-                .headers_mut()
-                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-            response
-        }
-    }
-}
-
-/// The token of an `Authorization: Bearer TOKEN` value. The scheme is case-insensitive
-/// (RFC 7235): `bearer` and `BEARER` are accepted too.
-fn bearer_token(value: &str) -> Option<&str> {
-    let (scheme, token) = value.trim().split_once([' ', '\t'])?;
-    let token = token.trim();
-    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
-}
-
-/// Refuses a request body not sent as JSON with 415. Only `application/json` (any case,
-/// with parameters; a charset must be UTF-8) is read: a browser sends a cross-site form or
-/// `text/plain` body without asking first, and must not be able to insert records.
-fn require_json(headers: &HeaderMap) -> Result<(), ApiError> {
-    let unsupported = |message: String| {
-        ApiError::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, message).field("Content-Type")
-    };
-    let Some(value) = headers.get(header::CONTENT_TYPE) else {
-        return Err(unsupported(
-            "missing content type: send the records as JSON with `Content-Type: application/json`"
-                .to_owned(),
-        ));
-    };
-    let Ok(value) = value.to_str() else {
-        return Err(unsupported(
-            "unsupported content type (not ASCII): send the records as JSON with `Content-Type: application/json`"
-                .to_owned(),
-        ));
-    };
-    let mut parts = value.split(';');
-    let essence = parts.next().unwrap_or_default().trim();
-    if !essence.eq_ignore_ascii_case("application/json") {
-        return Err(unsupported(format!(
-            "unsupported content type {essence:?}: send the records as JSON with `Content-Type: application/json`"
-        )));
-    }
-    for parameter in parts {
-        let Some((name, charset)) = parameter.split_once('=') else {
-            continue;
-        };
-        let charset = charset.trim().trim_matches('"');
-        if name.trim().eq_ignore_ascii_case("charset")
-            && !charset.eq_ignore_ascii_case("utf-8")
-            && !charset.eq_ignore_ascii_case("utf8")
-        {
-            return Err(unsupported(format!(
-                "unsupported charset {charset:?} in the content type: JSON bodies are UTF-8; send `Content-Type: application/json`"
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// The `{id}` of a path, or 400 naming it (an id that is not UTF-8 once percent-decoded).
-fn path_id(path: Result<Path<String>, PathRejection>) -> Result<String, ApiError> {
-    path.map(|Path(id)| id).map_err(|e| {
-        ApiError::bad_request(
-            "id",
-            format!(
-                "the record id in the path is not valid once percent-decoded ({}): percent-encode the id's UTF-8 bytes",
-                e.body_text()
-            ),
-        )
-    })
-}
-
-/// Compares without an early exit, so timing does not reveal how much of a guess matched.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-async fn not_found(method: Method, uri: axum::http::Uri) -> ApiError {
-    ApiError::new(
-        StatusCode::NOT_FOUND,
-        format!("no endpoint {method} {}; see /v1/openapi.json", uri.path()),
-    )
-}
-
-async fn method_not_allowed(method: Method, uri: axum::http::Uri) -> ApiError {
-    ApiError::new(
-        StatusCode::METHOD_NOT_ALLOWED,
-        format!(
-            "{method} is not allowed on {}; see /v1/openapi.json",
-            uri.path()
-        ),
-    )
 }
 
 async fn healthz(State(app): State<App>) -> Response {
@@ -490,64 +333,6 @@ async fn read<T: Send + 'static>(
         .map_err(|e| ApiError::internal(format!("reader failed: {e}")))
 }
 
-async fn read_body(app: &App, body: Body) -> Result<Bytes, ApiError> {
-    axum::body::to_bytes(body, app.max_body_bytes)
-        .await
-        .map_err(|e| {
-            let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&e);
-            let mut too_long = false;
-            while let Some(s) = source {
-                too_long |= s.to_string().contains("length limit exceeded");
-                source = s.source();
-            }
-            if too_long {
-                ApiError::new(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    format!(
-                        "request body larger than {} bytes (--max-body-bytes)",
-                        app.max_body_bytes
-                    ),
-                )
-                .field("body")
-            } else {
-                ApiError::bad_request("body", format!("reading the request body: {e}"))
-            }
-        })
-}
-
-/// Reads, parses and validates a request's records; `true` when it was a batch.
-async fn records_of(
-    app: &App,
-    headers: &HeaderMap,
-    body: Body,
-    require_id: bool,
-) -> Result<(Vec<Record>, bool), ApiError> {
-    require_json(headers)?;
-    let bytes = read_body(app, body).await?;
-    match api::parse_body(&bytes)? {
-        api::Body::One(r) => Ok((vec![app.conversion.convert(*r, "", require_id)?], false)),
-        api::Body::Many(rs) => {
-            if rs.len() > app.max_batch {
-                return Err(ApiError::new(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    format!(
-                        "{} records in one request; at most {} (--max-batch)",
-                        rs.len(),
-                        app.max_batch
-                    ),
-                )
-                .field("body"));
-            }
-            let records = rs
-                .into_iter()
-                .enumerate()
-                .map(|(i, r)| app.conversion.convert(r, &format!("[{i}]."), require_id))
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok((records, true))
-        }
-    }
-}
-
 fn unavailable(app: &App) -> Option<ApiError> {
     if !app.writer.failed.load(Ordering::SeqCst) {
         return None;
@@ -559,13 +344,38 @@ fn unavailable(app: &App) -> Option<ApiError> {
     ))
 }
 
-fn send(app: &App, job: Job) -> Result<(), ApiError> {
-    let jobs = app.jobs.lock();
-    let shutting_down = || ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "shutting down");
-    jobs.as_ref()
-        .ok_or_else(shutting_down)?
-        .send(job)
-        .map_err(|_| shutting_down())
+/// Queues the job `job` makes with a reply channel for the writer, and waits for its
+/// answer: 503 when the writer is gone or shutting down, or the job failed.
+async fn ask_writer<T>(
+    app: &App,
+    job: impl FnOnce(oneshot::Sender<Result<T, String>>) -> Job,
+) -> Result<T, ApiError> {
+    let (reply, answer) = oneshot::channel();
+    {
+        let jobs = app.jobs.lock();
+        let shutting_down = || ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "shutting down");
+        jobs.as_ref()
+            .ok_or_else(shutting_down)?
+            .send(job(reply))
+            .map_err(|_| shutting_down())?;
+    }
+    answer
+        .await
+        .map_err(|_| ApiError::internal("the writer stopped"))?
+        .map_err(|e| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e))
+}
+
+/// The reply to records inserted or queried: every answer for a batch; for one record its
+/// answer, or its rejection as an error.
+fn reply(answers: Vec<Answer>, batch: bool) -> Result<Response, ApiError> {
+    if batch {
+        return Ok(Json(answers).into_response());
+    }
+    let answer = answers.into_iter().next().expect("one record, one answer");
+    if answer.decision == "rejected" {
+        return Err(api::rejection_error(&answer));
+    }
+    Ok(Json(answer).into_response())
 }
 
 async fn post_records(
@@ -576,34 +386,20 @@ async fn post_records(
     if let Some(e) = unavailable(&app) {
         return Err(e);
     }
-    let (records, batch) = records_of(&app, &headers, body, true).await?;
+    let (records, batch) = http::records_of(&app, &headers, body, true).await?;
     if records.is_empty() {
         return Ok(Json(json!([])).into_response());
     }
     // Analysed here, on the request's thread, so the single writer only decides and
     // commits (and analysis overlaps the writer's previous group).
     let (records, prepared, _) = analysed(&app, records).await?;
-    let (reply, answer) = oneshot::channel();
-    send(
-        &app,
-        Job::Insert {
-            records,
-            prepared,
-            reply,
-        },
-    )?;
-    let answers = answer
-        .await
-        .map_err(|_| ApiError::internal("the writer stopped"))?
-        .map_err(|e| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e))?;
-    if batch {
-        return Ok(Json(answers).into_response());
-    }
-    let answer = answers.into_iter().next().expect("one record, one answer");
-    if answer.decision == "rejected" {
-        return Err(api::rejection_error(&answer));
-    }
-    Ok(Json(answer).into_response())
+    let answers = ask_writer(&app, |reply| Job::Insert {
+        records,
+        prepared,
+        reply,
+    })
+    .await?;
+    reply(answers, batch)
 }
 
 /// Records analysed outside every lock: inline for one record, on the blocking pool for a
@@ -635,7 +431,7 @@ async fn post_query(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let (records, batch) = records_of(&app, &headers, body, false).await?;
+    let (records, batch) = http::records_of(&app, &headers, body, false).await?;
     let cost = if records.len() > 1 {
         Cost::Long
     } else {
@@ -658,14 +454,7 @@ async fn post_query(
     for a in &answers {
         app.metrics.queried(a.decision);
     }
-    if batch {
-        return Ok(Json(answers).into_response());
-    }
-    let answer = answers.into_iter().next().expect("one record, one answer");
-    if answer.decision == "rejected" {
-        return Err(api::rejection_error(&answer));
-    }
-    Ok(Json(answer).into_response())
+    reply(answers, batch)
 }
 
 /// The answer an insert of `r` (analysed as `prepared`) would get now.
@@ -732,7 +521,7 @@ async fn get_record(
     State(app): State<App>,
     id: Result<Path<String>, PathRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let id = path_id(id)?;
+    let id = http::path_id(id)?;
     let found = read(&app, Cost::Short, {
         let id = id.clone();
         move |d| {
@@ -750,22 +539,15 @@ async fn delete_record(
     State(app): State<App>,
     id: Result<Path<String>, PathRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let id = path_id(id)?;
+    let id = http::path_id(id)?;
     if let Some(e) = unavailable(&app) {
         return Err(e);
     }
-    let (reply, answer) = oneshot::channel();
-    send(
-        &app,
-        Job::Erase {
-            id: id.clone(),
-            reply,
-        },
-    )?;
-    let erased = answer
-        .await
-        .map_err(|_| ApiError::internal("the writer stopped"))?
-        .map_err(|e| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e))?;
+    let erased = ask_writer(&app, |reply| Job::Erase {
+        id: id.clone(),
+        reply,
+    })
+    .await?;
     if erased {
         Ok(Json(json!({"erased": id})))
     } else {
@@ -777,7 +559,7 @@ async fn get_cluster(
     State(app): State<App>,
     id: Result<Path<String>, PathRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let id = path_id(id)?;
+    let id = http::path_id(id)?;
     let found = read(&app, Cost::Short, {
         let id = id.clone();
         move |d| d.cluster_of(&id).map(|c| api::cluster_json(&c))
@@ -843,81 +625,6 @@ async fn get_merges(
         .map_err(|e| ApiError::internal(format!("reading the merge log: {e}")))
 }
 
-async fn metrics_text(State(app): State<App>) -> Result<Response, ApiError> {
-    let stats = read(&app, Cost::Long, |d| d.stats()).await?;
-    let mut out = String::with_capacity(8192);
-    app.metrics.render(&mut out);
-    let g = metrics::gauge;
-    g(
-        &mut out,
-        "neardup_store_records",
-        "Records stored.",
-        stats.records as f64,
-    );
-    g(
-        &mut out,
-        "neardup_store_clusters",
-        "Clusters (survivors) stored.",
-        stats.clusters as f64,
-    );
-    g(
-        &mut out,
-        "neardup_store_bytes",
-        "Size of the store's files (database and write-ahead log).",
-        store_bytes(&app.store_path) as f64,
-    );
-    g(
-        &mut out,
-        "neardup_largest_group_size",
-        "Records in the largest cluster: thousands usually mean an empty identity field or an extraction failure.",
-        stats.largest_cluster as f64,
-    );
-    g(
-        &mut out,
-        "neardup_index_fingerprints",
-        "Fingerprints in the Hamming index (within the window, if any).",
-        stats.index.len as f64,
-    );
-    g(
-        &mut out,
-        "neardup_index_largest_bucket",
-        "The longest bucket of the Hamming index: it bounds the cost of an unlucky probe.",
-        stats.index.largest_bucket as f64,
-    );
-    g(
-        &mut out,
-        "neardup_index_memory_bytes",
-        "Approximate heap bytes of the Hamming index.",
-        stats.index.memory_bytes as f64,
-    );
-    g(
-        &mut out,
-        "neardup_write_failed",
-        "1 after a failed commit (writes refused until a restart).",
-        f64::from(u8::from(app.writer.failed.load(Ordering::SeqCst))),
-    );
-    Ok((
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
-        )],
-        out,
-    )
-        .into_response())
-}
-
-fn store_bytes(path: &FsPath) -> u64 {
-    ["", "-wal", "-shm"]
-        .iter()
-        .filter_map(|suffix| {
-            let mut p = path.as_os_str().to_owned();
-            p.push(suffix);
-            std::fs::metadata(PathBuf::from(p)).ok()
-        })
-        .map(|m| m.len())
-        .sum()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -930,61 +637,5 @@ mod tests {
         assert_eq!(parse_duration("1.5h").unwrap(), Duration::from_secs(5400));
         assert!(parse_duration("5 weeks").is_err());
         assert!(parse_duration("0s").is_err());
-    }
-
-    #[test]
-    fn bearer_scheme_is_case_insensitive() {
-        for (value, token) in [
-            ("Bearer s3cret", Some("s3cret")),
-            ("bearer s3cret", Some("s3cret")),
-            ("BEARER s3cret", Some("s3cret")),
-            ("  Bearer \t s3cret  ", Some("s3cret")),
-            ("Bearer", None),
-            ("Bearer ", None),
-            ("Bearers3cret", None),
-            ("Basic s3cret", None),
-            ("s3cret", None),
-        ] {
-            assert_eq!(bearer_token(value), token, "{value:?}");
-        }
-    }
-
-    #[test]
-    fn only_json_bodies_are_read() {
-        for (content_type, accepted) in [
-            (Some("application/json"), true),
-            (Some("Application/JSON"), true),
-            (Some("application/json; charset=utf-8"), true),
-            (Some("application/json;charset=\"UTF-8\""), true),
-            (Some("application/json; charset=latin1"), false),
-            (Some("text/plain"), false),
-            (Some("text/plain; charset=utf-8"), false),
-            (Some("application/x-www-form-urlencoded"), false),
-            (Some("multipart/form-data; boundary=x"), false),
-            (Some("application/jsonx"), false),
-            (Some(""), false),
-            (None, false),
-        ] {
-            let mut headers = HeaderMap::new();
-            if let Some(t) = content_type {
-                headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(t));
-            }
-            match require_json(&headers) {
-                Ok(()) => assert!(accepted, "{content_type:?} accepted"),
-                Err(e) => {
-                    assert!(!accepted, "{content_type:?} refused: {}", e.message);
-                    assert_eq!(e.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
-                    assert_eq!(e.field.as_deref(), Some("Content-Type"));
-                    assert!(e.message.contains("application/json"), "{}", e.message);
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn token_comparison() {
-        assert!(constant_time_eq(b"secret", b"secret"));
-        assert!(!constant_time_eq(b"secret", b"secreT"));
-        assert!(!constant_time_eq(b"secret", b"secret2"));
     }
 }

@@ -5,10 +5,17 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering, Ordering::Relaxed};
 use std::time::Duration;
 
+use axum::extract::State;
+use axum::http::{header, HeaderValue};
+use axum::response::{IntoResponse, Response};
 use parking_lot::Mutex;
+
+use super::api::ApiError;
+use super::{read, App, Cost};
 
 /// Upper bounds of the latency buckets, in seconds.
 const BUCKETS: [f64; 16] = [
@@ -117,73 +124,42 @@ impl Metrics {
 
     /// The exposition text, with the store's gauges appended by the caller.
     pub fn render(&self, out: &mut String) {
-        family(
+        by_decision(
             out,
             "neardup_decisions_total",
-            "counter",
             "Inserted records by decision (POST /v1/records).",
+            &self.inserted,
         );
-        for (i, d) in DECISIONS.iter().enumerate() {
-            let _ = writeln!(
-                out,
-                "neardup_decisions_total{{decision=\"{d}\"}} {}",
-                self.inserted[i].load(Relaxed)
-            );
-        }
-        family(
+        counter(
             out,
             "neardup_already_stored_total",
-            "counter",
             "Inserted records whose id was already stored with the same text (retries).",
+            &self.already_stored,
         );
-        let _ = writeln!(
-            out,
-            "neardup_already_stored_total {}",
-            self.already_stored.load(Relaxed)
-        );
-        family(
+        by_decision(
             out,
             "neardup_query_answers_total",
-            "counter",
             "Queried records by answer (POST /v1/query).",
+            &self.queried,
         );
-        for (i, d) in DECISIONS.iter().enumerate() {
-            let _ = writeln!(
-                out,
-                "neardup_query_answers_total{{decision=\"{d}\"}} {}",
-                self.queried[i].load(Relaxed)
-            );
-        }
-        family(out, "neardup_erased_total", "counter", "Records erased.");
-        let _ = writeln!(out, "neardup_erased_total {}", self.erased.load(Relaxed));
-        family(
+        counter(out, "neardup_erased_total", "Records erased.", &self.erased);
+        counter(
             out,
             "neardup_window_evicted_total",
-            "counter",
             "Records taken out of the index by the sliding window.",
+            &self.evicted,
         );
-        let _ = writeln!(
-            out,
-            "neardup_window_evicted_total {}",
-            self.evicted.load(Relaxed)
-        );
-        family(
+        counter(
             out,
             "neardup_commits_total",
-            "counter",
             "Store commits (each one durable transaction for every insert request queued).",
+            &self.commits,
         );
-        let _ = writeln!(out, "neardup_commits_total {}", self.commits.load(Relaxed));
-        family(
+        counter(
             out,
             "neardup_committed_records_total",
-            "counter",
             "Records processed by those commits.",
-        );
-        let _ = writeln!(
-            out,
-            "neardup_committed_records_total {}",
-            self.committed_records.load(Relaxed)
+            &self.committed_records,
         );
         family(
             out,
@@ -225,12 +201,99 @@ fn family(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
 }
 
+/// Appends one counter.
+fn counter(out: &mut String, name: &str, help: &str, value: &AtomicU64) {
+    family(out, name, "counter", help);
+    let _ = writeln!(out, "{name} {}", value.load(Relaxed));
+}
+
+/// Appends a counter with one series per decision kind ([`DECISIONS`]).
+fn by_decision(out: &mut String, name: &str, help: &str, values: &[AtomicU64; DECISIONS.len()]) {
+    family(out, name, "counter", help);
+    for (d, value) in DECISIONS.iter().zip(values) {
+        let _ = writeln!(out, "{name}{{decision=\"{d}\"}} {}", value.load(Relaxed));
+    }
+}
+
 /// Appends one gauge.
-pub fn gauge(out: &mut String, name: &str, help: &str, value: f64) {
+fn gauge(out: &mut String, name: &str, help: &str, value: f64) {
     let _ = writeln!(
         out,
         "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}"
     );
+}
+
+/// `GET /metrics`: the service's series, then the store's gauges.
+pub(super) async fn metrics_text(State(app): State<App>) -> Result<Response, ApiError> {
+    let stats = read(&app, Cost::Long, |d| d.stats()).await?;
+    let mut out = String::with_capacity(8192);
+    app.metrics.render(&mut out);
+    let gauges = [
+        (
+            "neardup_store_records",
+            "Records stored.",
+            stats.records as f64,
+        ),
+        (
+            "neardup_store_clusters",
+            "Clusters (survivors) stored.",
+            stats.clusters as f64,
+        ),
+        (
+            "neardup_store_bytes",
+            "Size of the store's files (database and write-ahead log).",
+            store_bytes(&app.store_path) as f64,
+        ),
+        (
+            "neardup_largest_group_size",
+            "Records in the largest cluster: thousands usually mean an empty identity field or an extraction failure.",
+            stats.largest_cluster as f64,
+        ),
+        (
+            "neardup_index_fingerprints",
+            "Fingerprints in the Hamming index (within the window, if any).",
+            stats.index.len as f64,
+        ),
+        (
+            "neardup_index_largest_bucket",
+            "The longest bucket of the Hamming index: it bounds the cost of an unlucky probe.",
+            stats.index.largest_bucket as f64,
+        ),
+        (
+            "neardup_index_memory_bytes",
+            "Approximate heap bytes of the Hamming index.",
+            stats.index.memory_bytes as f64,
+        ),
+        (
+            "neardup_write_failed",
+            "1 after a failed commit (writes refused until a restart).",
+            f64::from(u8::from(app.writer.failed.load(Ordering::SeqCst))),
+        ),
+    ];
+    for (name, help, value) in gauges {
+        gauge(&mut out, name, help, value);
+    }
+    Ok((
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+        )],
+        out,
+    )
+        .into_response())
+}
+
+/// The bytes of the SQLite store at `path`: the database and its write-ahead log.
+fn store_bytes(path: &Path) -> u64 {
+    ["", "-wal", "-shm"]
+        .iter()
+        .filter_map(|suffix| {
+            let mut p = path.as_os_str().to_owned();
+            p.push(suffix);
+            std::fs::metadata(PathBuf::from(p)).ok()
+        })
+        .map(|m| m.len())
+        .sum()
 }
 
 #[cfg(test)]
