@@ -62,6 +62,9 @@ pub enum Error {
         /// What was wrong with it.
         reason: &'static str,
     },
+    /// The analysis threads could not be started.
+    #[error("starting the analysis threads: {0}")]
+    Threads(#[from] rayon::ThreadPoolBuildError),
     /// A Hamming index refused an operation.
     #[error(transparent)]
     Index(#[from] crate::index::IndexError),

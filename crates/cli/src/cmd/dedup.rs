@@ -11,11 +11,9 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use neardup::pipeline::FirstPass;
-use neardup::pipeline::MergeRule;
+use neardup::pipeline::{self, BoilerplatePass, MergeRule, Runner};
 use neardup::store::MergeLogEntry;
-use neardup::text::BoilerplateLearner;
-use neardup::{Decision, Deduper, Record, Scratch, Store, TextField, Timestamp};
+use neardup::{Decision, Deduper, Outcome, Record, Store, TextField, Timestamp};
 use rayon::prelude::*;
 use serde_json::{json, Value};
 
@@ -87,241 +85,81 @@ pub struct DedupArgs {
     pub batch_size: usize,
 }
 
-/// One chunk of input, parsed and analysed, waiting for its decisions.
-struct Analysed {
-    records: Vec<Record>,
-    extras: Vec<(Option<SpoolObject>, String)>,
-    prepared: Vec<neardup::pipeline::PreparedRecord>,
-    rejects: Vec<Reject>,
-    inputs: u64,
-    text_bytes: u64,
-    /// The records given to analysis without their text (the boilerplate pass read their
-    /// lines whole), by place in `records`, with their lines for
-    /// [`restore_texts`](Self::restore_texts).
-    textless: Vec<(usize, input::Item)>,
-}
+/// A record waiting for its batch: the library record, its JSON object serialised without
+/// the keys kept.jsonl adds (for kept.jsonl) and where it came from.
+type Pending = (Record, Kept);
 
-impl Analysed {
-    /// Puts back the text of the records analysed without it, before anything that may
-    /// analyse them again: a deduper opened anew, or a commit that catches up with other
-    /// processes' boilerplate first.
-    fn restore_texts(&mut self, input_args: &InputArgs) {
-        let textless = std::mem::take(&mut self.textless);
-        let restored: Vec<(usize, Vec<TextField>)> = textless
-            .into_par_iter()
-            .filter_map(|(i, item)| {
-                // The boilerplate pass read this line whole: it parses.
-                let r = item.parse(input_args).ok()?;
-                Some((i, weighted(r.fields, input_args)))
-            })
-            .collect();
-        for (i, fields) in restored {
-            self.records[i].fields = fields;
+/// What a record's outcome is written with: its JSON object for kept.jsonl and where it
+/// came from.
+type Kept = (Option<SpoolObject>, String);
+
+/// The command line's input for [`Runner`]: lines of JSON, or of text, or whole documents,
+/// parsed on the analysis threads.
+struct Input<'a>(&'a InputArgs);
+
+impl pipeline::Source for Input<'_> {
+    type Item = input::Item;
+    type Extra = Kept;
+    type Reject = Reject;
+
+    fn parse(&self, item: input::Item) -> Result<Pending, Reject> {
+        item.parse(self.0).and_then(|r| convert(r, self.0))
+    }
+
+    fn host(&self, item: &input::Item) -> Option<String> {
+        match item {
+            input::Item::Line { bytes, .. } if self.0.jsonl => input::probe_host(bytes, self.0),
+            input::Item::Document { id, .. } => input::mirror_host(id),
+            _ => None,
         }
     }
-}
 
-/// A record parsed and converted, its first-pass analysis (if any), and for a record whose
-/// text was not decoded again, its line and text size.
-type Converted = (
-    Result<Pending, Reject>,
-    Option<FirstPass>,
-    Option<(input::Item, u64)>,
-);
+    fn size(&self, item: &input::Item) -> usize {
+        item.len()
+    }
 
-/// Parses, converts and analyses one chunk (in parallel).
-fn analyse(
-    chunk: Vec<input::Item>,
-    base: u64,
-    input_args: &InputArgs,
-    analyzer: &neardup::pipeline::Analyzer,
-    seen: &mut neardup::pipeline::SeenTexts,
-    first_passes: &mut FirstPasses,
-) -> Analysed {
-    let inputs = chunk.len() as u64;
-    let firsts: Vec<Option<(FirstPass, Option<Carried>)>> = (base..base + inputs)
-        .map(|seq| first_passes.take(seq))
-        .collect();
-    let converted: Vec<Converted> = chunk
-        .into_par_iter()
-        .zip(firsts)
-        .map(|(item, first)| match first {
-            Some((first, Some(carried))) => match item {
-                // The line the boilerplate pass read whole: the rest of the record from
-                // there, without decoding its text again.
-                input::Item::Line { file, line, bytes } if line_hash(&bytes) == carried.line => {
-                    let origin = input::Origin {
-                        file: file.to_string(),
-                        line: Some(line),
-                    };
-                    let object = SpoolObject::new(bytes.clone(), carried.kept_members);
-                    let item = input::Item::Line { file, line, bytes };
-                    (
-                        Ok((carried.record, Some(object), origin.to_string())),
-                        Some(first.without_text()),
-                        Some((item, carried.text_bytes)),
-                    )
-                }
-                item => (parse_and_convert(item, input_args), Some(first), None),
+    fn detach(&self, item: input::Item) -> input::Item {
+        // The line on its own (a copy, or for a mapped file its range): the line itself
+        // would keep its whole input block in memory.
+        match item {
+            input::Item::Line { file, line, bytes } => input::Item::Line {
+                file,
+                line,
+                bytes: bytes.detached(),
             },
-            first => (
-                parse_and_convert(item, input_args),
-                first.map(|(first, _)| first),
-                None,
-            ),
-        })
-        .collect();
-    let mut first = Vec::new();
-    let mut a = Analysed {
-        records: Vec::with_capacity(converted.len()),
-        extras: Vec::with_capacity(converted.len()),
-        prepared: Vec::new(),
-        rejects: Vec::new(),
-        inputs,
-        text_bytes: 0,
-        textless: Vec::new(),
-    };
-    for (c, first_pass, textless) in converted {
-        match c {
-            Ok((record, object, origin)) => {
-                first.push(first_pass);
-                match textless {
-                    Some((item, text_bytes)) => {
-                        a.text_bytes += text_bytes;
-                        a.textless.push((a.records.len(), item));
-                    }
-                    None => a.text_bytes += text_bytes(&record.fields),
-                }
-                a.records.push(record);
-                a.extras.push((object, origin));
-            }
-            Err(reject) => a.rejects.push(reject),
+            done => done,
         }
     }
-    a.prepared = analyzer.prepare_run(&a.records, seen, first);
-    a
 }
 
-fn parse_and_convert(item: input::Item, input_args: &InputArgs) -> Result<Pending, Reject> {
-    item.parse(input_args).and_then(|r| convert(r, input_args))
-}
+impl pipeline::Sink<Input<'_>> for RunState {
+    type Error = anyhow::Error;
 
-/// The bytes of a record's text fields.
-fn text_bytes(fields: &[TextField]) -> u64 {
-    fields.iter().map(|f| f.text.len() as u64).sum()
-}
-
-/// What the boilerplate pass knows a line by, for the main pass to take what it read of the
-/// line only for the same line.
-fn line_hash(bytes: &[u8]) -> u128 {
-    xxhash_rust::xxh3::xxh3_128(bytes)
-}
-
-/// A chunk decided, whose outputs wait until its batch is durable.
-struct Decided {
-    chunk: Analysed,
-    outcomes: Vec<neardup::Outcome>,
-}
-
-/// How a chunk's batch is committed.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Commit {
-    /// Under the store's lock, after catching up with other processes' commits; durable
-    /// when the decision returns ([`Deduper::process_prepared`]).
-    Now,
-    /// Handed to the store, which commits it while the next chunk is decided
-    /// ([`Deduper::process_prepared_behind`]): durable once the next chunk's decision (or
-    /// the last wait) returns, refused if another process wrote meanwhile.
-    Behind,
-}
-
-/// Decides a chunk's records (its analyses are taken) and commits their batch as `commit`
-/// says.
-fn decide(
-    chunk: &mut Analysed,
-    now: Timestamp,
-    commit: Commit,
-    deduper: &mut Deduper<Box<dyn Store>>,
-    input_args: &InputArgs,
-) -> neardup::Result<Vec<neardup::Outcome>> {
-    if chunk.records.is_empty() {
-        // Nothing to decide; what the caller takes this call to confirm must be, though.
-        deduper.wait_committed()?;
-        return Ok(Vec::new());
-    }
-    if commit == Commit::Now || !deduper.commits_behind() {
-        // The commit catches up with other processes first: should their boilerplate
-        // change, the records analysed without their text are analysed again.
-        chunk.restore_texts(input_args);
-    }
-    let prepared = std::mem::take(&mut chunk.prepared);
-    match commit {
-        Commit::Now => deduper.process_prepared(&chunk.records, prepared, now),
-        Commit::Behind => deduper.process_prepared_behind(&chunk.records, prepared, now),
-    }
-}
-
-/// Writes a chunk's rejects and its records' outcomes (once its batch is durable).
-fn write_outputs(d: Decided, state: &mut RunState) -> anyhow::Result<()> {
-    let Decided { chunk: a, outcomes } = d;
-    state.counts.input += a.inputs;
-    state.counts.text_bytes += a.text_bytes;
-    for reject in &a.rejects {
-        state.reject(
+    fn rejected(&mut self, reject: Reject) -> anyhow::Result<()> {
+        self.reject(
             &reject.origin.to_string(),
             reject.id.as_deref(),
             &reject.reason,
-        )?;
+        )
     }
-    for ((record, (object, origin)), outcome) in a.records.iter().zip(a.extras).zip(outcomes) {
-        state.record_outcome(record, object, &origin, outcome)?;
-    }
-    Ok(())
-}
 
-/// After [`neardup::Error::Conflict`] (another process wrote to the store while a batch
-/// was decided): opens the store anew, so that memory holds what it holds now, and decides
-/// the chunks whose batches were not written (`unconfirmed`, oldest first) again, under the
-/// store's lock, with the new deduper's analyses; writes their outputs.
-fn redo_after_conflict(
-    args: &DedupArgs,
-    deduper: &mut Deduper<Box<dyn Store>>,
-    records_in_input: u64,
-    unconfirmed: Vec<Analysed>,
-    now: Timestamp,
-    state: &mut RunState,
-) -> anyhow::Result<()> {
-    if !args.quiet {
-        eprintln!(
-            "neardup: another process wrote to {} during this run: reopening it and deciding the last {} records again",
-            args.store.display(),
-            unconfirmed.iter().map(|a| a.records.len()).sum::<usize>()
-        );
+    fn decided(
+        &mut self,
+        record: &Record,
+        (object, origin): Kept,
+        outcome: Outcome,
+    ) -> anyhow::Result<()> {
+        self.record_outcome(record, object, &origin, outcome)
     }
-    *deduper = super::open_deduper_with(
-        &args.store,
-        &args.profile,
-        &args.rule,
-        records_in_input,
-        !args.no_language,
-        true,
-    )
-    .with_context(|| format!("reopening store {}", args.store.display()))?;
-    deduper.collect_pairs(args.pairs);
-    deduper.reserve(records_in_input)?;
-    for mut chunk in unconfirmed {
-        chunk.restore_texts(&args.input);
-        chunk.prepared = deduper.analyzer().prepare(&chunk.records);
-        let outcomes =
-            decide(&mut chunk, now, Commit::Now, deduper, &args.input).context("deduplicating")?;
-        write_outputs(Decided { chunk, outcomes }, state)?;
-    }
-    Ok(())
-}
 
-/// A record waiting for its batch: the library record, its JSON object serialised without
-/// the keys kept.jsonl adds (for kept.jsonl) and where it came from.
-type Pending = (Record, Option<SpoolObject>, String);
+    fn stops_at(&mut self, reject: &Reject) -> Option<anyhow::Error> {
+        self.strict.then(|| anyhow::anyhow!("{reject} (--strict)"))
+    }
+
+    fn progress(&mut self, items: u64) {
+        self.progress.set_position(items);
+    }
+}
 
 /// A record's JSON object for kept.jsonl: its line as read, or the line's members but those
 /// whose keys kept.jsonl sets.
@@ -402,36 +240,41 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
     let defaults_note = changed_defaults_note(&deduper)?;
     let show = !args.quiet && std::io::stderr().is_terminal();
 
-    // Analysis gets a pool of its own: the deduper's index merges use rayon too, and a
-    // job queued on a pool busy with a chunk's analysis would wait for all of it. Both
-    // passes' per-record work runs there, below the priority of the thread that sequences
-    // it (see `lower_thread_priority`).
+    // Analysis gets a pool of its own (see `Runner::analysis_pool`), below the priority of
+    // the thread that decides (see `lower_thread_priority`).
     let analysis_pool = rayon::ThreadPoolBuilder::new()
         .thread_name(|i| format!("neardup-analysis-{i}"))
         .start_handler(|_| lower_thread_priority())
         .build()
         .context("starting the analysis threads")?;
+    let source = Input(&args.input);
+    let mut runner = Runner::new(&mut deduper)?
+        .analysis_pool(Arc::new(analysis_pool))
+        .now(now)
+        .expected_records(expected);
 
     // Pass 1: learn each host's boilerplate from the input (needs re-readable input).
     let reads_stdin =
         args.input.files.is_empty() || args.input.files.iter().any(|p| p == Path::new("-"));
-    let mut first_passes = FirstPasses::default();
     if args.boilerplate && !reads_stdin {
-        first_passes = learn_boilerplate(args, &mut deduper, &analysis_pool, show)?;
-        // Now the input's size is known, not guessed from its bytes.
-        deduper.reserve(first_passes.inputs)?;
+        let pass = BoilerplatePass {
+            max_share: args.boilerplate_share,
+            min_pages: args.boilerplate_min_pages,
+            min_count: args.boilerplate_min_count,
+            ..BoilerplatePass::default()
+        };
+        let progress = progress_bar(show, "learning boilerplate");
+        read_chunks(&args.input, 4096, |chunks| {
+            runner.learn_boilerplate(&source, chunks, &pass, |n| progress.set_position(n))?;
+            Ok(())
+        })?;
+        progress.finish_and_clear();
     }
-    let records_in_input = if first_passes.inputs > 0 {
-        first_passes.inputs
-    } else {
-        expected
-    };
     let learned_at = started.elapsed();
 
     // Pass 2: deduplicate.
-    let out = Outputs::create(&args.out, args.pairs)?;
     let mut state = RunState {
-        out,
+        out: Outputs::create(&args.out, args.pairs)?,
         counts: Counts::default(),
         strict: args.strict,
         run_ids: Vec::new(),
@@ -439,122 +282,33 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
         merge_logged: HashSet::new(),
         maps: SpoolMaps::default(),
         hosts: BTreeMap::new(),
+        progress: progress_bar(show, "deduplicating"),
     };
-    let progress = progress_bar(show, "deduplicating");
-    // Three stages run at once, linked by bounded channels: a reader thread streams raw
-    // lines in chunks; an analysis thread parses, converts and analyses each chunk on the
-    // rayon pool; this thread decides and commits the chunks in input order. Analysis may
-    // run up to two chunks ahead, so neither stage waits for the other chunk by chunk.
-    let (analysed_tx, analysed_rx) = std::sync::mpsc::sync_channel::<Analysed>(2);
-    let input_args = &args.input;
-    let batch_size = args.batch_size;
-    let analyzer = deduper.analyzer();
-    std::thread::scope(|scope| -> anyhow::Result<()> {
-        let (reader, rx) = spawn_reader(scope, input_args, batch_size);
-        let analyzer = &analyzer;
-        let pool = &analysis_pool;
-        scope.spawn(move || {
-            // Records whose text repeats an earlier one's are not analysed again, nor are
-            // those the boilerplate pass analysed.
-            let mut seen = neardup::pipeline::SeenTexts::new();
-            let mut first_passes = first_passes;
-            let mut next = 0u64;
-            for chunk in rx {
-                let base = next;
-                next += chunk.len() as u64;
-                let a = pool.install(|| {
-                    analyse(
-                        chunk,
-                        base,
-                        input_args,
-                        analyzer,
-                        &mut seen,
-                        &mut first_passes,
-                    )
-                });
-                if analysed_tx.send(a).is_err() {
-                    break; // the decide stage stopped on an error
-                }
+    let totals = read_chunks(&args.input, args.batch_size, |chunks| {
+        runner.run(&source, chunks, &mut state, |redo| {
+            if !args.quiet {
+                eprintln!(
+                    "neardup: another process wrote to {} during this run: reopening it and deciding the last {redo} records again",
+                    args.store.display(),
+                );
             }
-        });
-        // Each chunk is decided while the batch of the one before commits; the outputs of
-        // a chunk are written once its batch is durable, which the next chunk's decision
-        // (or the last wait) confirms. The first chunk commits at once, under the store's
-        // lock after catching up with other processes (a run of one chunk gains nothing
-        // from committing behind, and a short run on a store that a long one is filling
-        // would be refused); after a conflict, so does every chunk left.
-        let mut unconfirmed: Option<Decided> = None;
-        let mut commit = Commit::Now;
-        let mut conflicted = false;
-        for mut analysed in analysed_rx {
-            if analyzer.generation() != deduper.analyzer_generation() {
-                // A deduper opened anew after a conflict: analyses made for the old one
-                // are made again, in parallel here rather than one by one in its decisions.
-                analysed.restore_texts(input_args);
-                analysed.prepared = deduper.analyzer().prepare(&analysed.records);
-            }
-            if let (true, Some(reject)) = (args.strict, analysed.rejects.first()) {
-                // What was decided before is written out first, as a run that stops on
-                // an error leaves it.
-                deduper.wait_committed().context("deduplicating")?;
-                if let Some(before) = unconfirmed.take() {
-                    write_outputs(before, &mut state)?;
-                }
-                bail!("{reject} (--strict)");
-            }
-            match decide(&mut analysed, now, commit, &mut deduper, input_args) {
-                Ok(outcomes) => {
-                    let d = Decided {
-                        chunk: analysed,
-                        outcomes,
-                    };
-                    match commit {
-                        Commit::Now => write_outputs(d, &mut state)?,
-                        Commit::Behind => {
-                            if let Some(before) = unconfirmed.replace(d) {
-                                write_outputs(before, &mut state)?;
-                            }
-                        }
-                    }
-                }
-                Err(neardup::Error::Conflict) => {
-                    let mut redo: Vec<Analysed> =
-                        unconfirmed.take().into_iter().map(|d| d.chunk).collect();
-                    redo.push(analysed);
-                    redo_after_conflict(
-                        args,
-                        &mut deduper,
-                        records_in_input,
-                        redo,
-                        now,
-                        &mut state,
-                    )?;
-                    conflicted = true;
-                }
-                Err(e) => return Err(anyhow::Error::new(e).context("deduplicating")),
-            }
-            commit = if conflicted {
-                Commit::Now
-            } else {
-                Commit::Behind
-            };
-            progress.set_position(state.counts.input);
-        }
-        match deduper.wait_committed() {
-            Ok(()) => {
-                if let Some(last) = unconfirmed.take() {
-                    write_outputs(last, &mut state)?;
-                }
-            }
-            Err(neardup::Error::Conflict) => {
-                let redo = unconfirmed.take().into_iter().map(|d| d.chunk).collect();
-                redo_after_conflict(args, &mut deduper, records_in_input, redo, now, &mut state)?;
-            }
-            Err(e) => return Err(anyhow::Error::new(e).context("deduplicating")),
-        }
-        reader.join().expect("the reader thread does not panic")
-    })?;
-    progress.finish_and_clear();
+            let mut deduper = super::open_deduper_with(
+                &args.store,
+                &args.profile,
+                &args.rule,
+                expected,
+                !args.no_language,
+                true,
+            )
+            .with_context(|| format!("reopening store {}", args.store.display()))?;
+            deduper.collect_pairs(args.pairs);
+            Ok(deduper)
+        })
+    })
+    .context("deduplicating")?;
+    state.counts.input = totals.items;
+    state.counts.text_bytes = totals.text_bytes;
+    state.progress.finish_and_clear();
     let deduped_at = started.elapsed();
 
     let (kept, merged, unlogged) = state.write_kept_and_clusters(&deduper)?;
@@ -777,18 +531,6 @@ fn progress_bar(show: bool, what: &str) -> ProgressBar {
 
 /// Turns an input record into a library record, keeping its JSON object and origin.
 fn convert(mut r: input::Record, args: &InputArgs) -> Result<Pending, Reject> {
-    let fields = weighted(std::mem::take(&mut r.fields), args);
-    let (object, kept_members, origin) = (r.object.take(), r.kept_members.take(), r.origin.clone());
-    let record = Record {
-        fields,
-        ..without_text(r, args)?
-    };
-    let object = object.map(|o| SpoolObject::new(o, kept_members));
-    Ok((record, object, origin.to_string()))
-}
-
-/// The library's record of `r`, but for its text fields (left empty).
-fn without_text(r: input::Record, args: &InputArgs) -> Result<Record, Reject> {
     let first_seen = match &r.first_seen {
         None => None,
         Some(t) => Some(Timestamp::parse_rfc3339(t).map_err(|e| Reject {
@@ -797,14 +539,19 @@ fn without_text(r: input::Record, args: &InputArgs) -> Result<Record, Reject> {
             reason: format!("field {:?}: {e}", args.time_field),
         })?),
     };
-    Ok(Record {
+    let object = r
+        .object
+        .take()
+        .map(|o| SpoolObject::new(o, r.kept_members.take()));
+    let record = Record {
         id: r.id,
         url: r.url,
         host: r.host,
         first_seen,
         retention_class: r.retention_class,
-        fields: Vec::new(),
-    })
+        fields: weighted(r.fields, args),
+    };
+    Ok((record, (object, r.origin.to_string())))
 }
 
 /// An input record's content fields with their `--field-weight`s.
@@ -822,6 +569,21 @@ fn weighted(fields: Vec<(String, String)>, args: &InputArgs) -> Vec<TextField> {
 /// The most input a chunk holds (fewer records than asked for where they are large: a
 /// directory's HTML pages are read whole before they are parsed).
 const CHUNK_BYTES: usize = 64 << 20;
+
+/// Runs `f` on the input, read in chunks of `size` raw items by [`spawn_reader`]; the
+/// reader's error, if `f` succeeds.
+fn read_chunks<T>(
+    args: &InputArgs,
+    size: usize,
+    f: impl FnOnce(std::sync::mpsc::Receiver<Vec<input::Item>>) -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
+    std::thread::scope(|scope| {
+        let (reader, chunks) = spawn_reader(scope, args, size);
+        let out = f(chunks)?;
+        reader.join().expect("the reader thread does not panic")?;
+        Ok(out)
+    })
+}
 
 /// A reader thread streaming the input in chunks of `size` raw items (at most
 /// [`CHUNK_BYTES`] of input) through a channel that holds two chunks; it stops early when
@@ -1100,328 +862,6 @@ fn write_kept_chunk(
     Ok(kept)
 }
 
-/// Sampled pages of hosts that have not reached `--boilerplate-min-pages` yet: they are
-/// shingled only once their host does. Most hosts of a crawl never do, and their pages were
-/// shingled and counted for nothing (30% of the pages sampled in the 1 GB bench corpus, whose
-/// 5,077 hosts include 4,520 with fewer than 20 pages). A host's pages reach the learner in
-/// input order either way, so what is learned does not change.
-#[derive(Default)]
-struct Deferred {
-    /// Each page with its place in the input.
-    by_host: HashMap<String, Vec<(u64, input::Item)>>,
-    /// Bytes of the deferred lines (each on its own: their input blocks are not held).
-    bytes: usize,
-}
-
-/// Deferred lines beyond this many bytes are shingled at once, so memory stays bounded
-/// on inputs with a great many small hosts.
-const DEFERRED_BYTES: usize = 256 << 20;
-
-impl Deferred {
-    fn defer(&mut self, host: String, seq: u64, item: input::Item) {
-        // The line on its own (a copy, or for a mapped file its range): the line itself would
-        // keep its whole input block in memory.
-        let item = match item {
-            input::Item::Line { file, line, bytes } => input::Item::Line {
-                file,
-                line,
-                bytes: bytes.detached(),
-            },
-            done => done,
-        };
-        self.bytes += item.len();
-        self.by_host.entry(host).or_default().push((seq, item));
-    }
-
-    /// Moves `host`'s deferred pages, in order, to `out`.
-    fn take(&mut self, host: &str, out: &mut Vec<(u64, input::Item, String)>) {
-        if let Some(items) = self.by_host.remove(host) {
-            for (seq, item) in items {
-                self.bytes -= item.len();
-                out.push((seq, item, host.to_owned()));
-            }
-        }
-    }
-
-    fn take_all(&mut self, out: &mut Vec<(u64, input::Item, String)>) {
-        for (host, items) in self.by_host.drain() {
-            out.extend(
-                items
-                    .into_iter()
-                    .map(|(seq, item)| (seq, item, host.clone())),
-            );
-        }
-        self.bytes = 0;
-    }
-}
-
-/// Sampled pages' analyses made by the boilerplate pass, by their place in the input, for the
-/// main pass to finish.
-#[derive(Default)]
-struct FirstPasses {
-    /// By place in the input, last first once the pass is over ([`sort`](Self::sort)): the
-    /// main pass takes them in input order from the end, where a map keyed by place grew
-    /// through rehash after rehash.
-    /// Each analysis is boxed where it is made: inline, an entry took about 600 bytes, and
-    /// the vector's growth copied and first touched them all again (2.5% of the CPU of a
-    /// run of 1.5 KB records).
-    by_seq: Vec<(u64, Box<Kept>)>,
-    bytes: usize,
-    /// The input's records (lines or files), counted by the pass.
-    inputs: u64,
-}
-
-impl FirstPasses {
-    fn push(&mut self, seq: u64, kept: Box<Kept>) {
-        self.bytes += kept.0.heap_bytes();
-        self.by_seq.push((seq, kept));
-    }
-
-    /// Orders the analyses for [`take`](Self::take). Pages come out of the pass nearly in
-    /// input order; a host's first pages wait until it has enough of them.
-    fn sort(&mut self) {
-        self.by_seq
-            .sort_unstable_by_key(|&(seq, _)| std::cmp::Reverse(seq));
-    }
-
-    /// The analysis of the record at `seq` (and what else the pass kept of it), taken in
-    /// increasing order of `seq`.
-    fn take(&mut self, seq: u64) -> Option<(FirstPass, Option<Carried>)> {
-        while self.by_seq.last().is_some_and(|&(s, _)| s < seq) {
-            self.by_seq.pop();
-        }
-        if self.by_seq.last()?.0 != seq {
-            return None;
-        }
-        let (_, kept) = self.by_seq.pop()?;
-        let (first, carried) = *kept;
-        self.bytes -= first.heap_bytes();
-        Some((first, carried))
-    }
-}
-
-/// What the boilerplate pass keeps of a sampled page for the main pass.
-type Kept = (FirstPass, Option<Carried>);
-
-/// What the main pass takes from the boilerplate pass for a record whose line that pass
-/// read whole, besides its analysis, so as not to decode the line's text a second time
-/// (a tenth of the main pass's work on such a record).
-struct Carried {
-    /// The line's [`line_hash`]: the rest is taken only for the same line.
-    line: u128,
-    /// The record without its text.
-    record: Record,
-    /// Its object's members kept.jsonl keeps ([`input::Record::kept_members`]).
-    kept_members: Option<Vec<std::ops::Range<usize>>>,
-    /// The bytes of its text fields.
-    text_bytes: u64,
-}
-
-/// The memory the boilerplate pass may hold in sampled pages' analyses for the main pass
-/// (the 1 GB bench corpus needs about 520 MB for all of them); pages past it are analysed
-/// again.
-const FIRST_PASS_BYTES: usize = 768 << 20;
-
-fn learn_boilerplate(
-    args: &DedupArgs,
-    deduper: &mut Deduper<Box<dyn Store>>,
-    pool: &rayon::ThreadPool,
-    show: bool,
-) -> anyhow::Result<FirstPasses> {
-    let hasher = deduper.hasher().clone();
-    let analyzer = deduper.analyzer();
-    let mut first_passes = FirstPasses::default();
-    let mut learner =
-        BoilerplateLearner::new(args.boilerplate_share, args.boilerplate_min_pages, 1000)
-            .with_min_count(args.boilerplate_min_count);
-    let progress = progress_bar(show, "learning boilerplate");
-    let input_args = &args.input;
-    // A reader thread streams chunks of raw lines. Hosts come from a light parse of each
-    // line; only the pages a host still samples are parsed whole and shingled, in
-    // parallel, and the learner counts each host's pages in parallel too.
-    let mut deferred = Deferred::default();
-    let texts = SampledTexts::default();
-    let (analyzer, hasher, texts) = (&analyzer, &hasher, &texts);
-    std::thread::scope(|scope| -> anyhow::Result<()> {
-        let (reader, rx) = spawn_reader(scope, input_args, 4096);
-        pool.in_place_scope(|pool_scope| -> anyhow::Result<()> {
-            let mut in_flight = std::collections::VecDeque::new();
-            let mut seen = 0u64;
-            for chunk in rx {
-                let base = seen;
-                seen += chunk.len() as u64;
-                let hosts: Vec<Option<String>> = pool.install(|| {
-                    chunk
-                        .par_iter()
-                        .map(|item| match item {
-                            input::Item::Line { bytes, .. } if input_args.jsonl => {
-                                input::probe_host(bytes, input_args)
-                            }
-                            input::Item::Document { id, .. } => input::mirror_host(id),
-                            _ => None,
-                        })
-                        .collect()
-                });
-                let mut sampled = Vec::new();
-                for ((seq, item), host) in (base..).zip(chunk).zip(hosts) {
-                    let Some(host) = host else { continue };
-                    if !learner.begin_page(&host) {
-                        continue;
-                    }
-                    if learner.pages(&host) < args.boilerplate_min_pages {
-                        deferred.defer(host, seq, item);
-                    } else {
-                        deferred.take(&host, &mut sampled);
-                        sampled.push((seq, item, host));
-                    }
-                }
-                if deferred.bytes > DEFERRED_BYTES {
-                    deferred.take_all(&mut sampled);
-                }
-                // Each sampled page's boilerplate-free analysis, for the main pass to finish
-                // (while memory allows: the count lags by the chunks in flight), or just its
-                // shingles. Chunks are analysed while the next ones are read and sampled, a few
-                // at a time: one page of megabytes keeps a thread busy long after the rest of
-                // its chunk, and the next chunk's pages fill the other.
-                let keep = first_passes.bytes < FIRST_PASS_BYTES;
-                let (tx, done) = std::sync::mpsc::sync_channel(1);
-                pool_scope.spawn(move |_| {
-                    let _ = tx.send(analyse_sampled(
-                        sampled, keep, input_args, analyzer, hasher, texts,
-                    ));
-                });
-                in_flight.push_back(done);
-                while in_flight.len() > ANALYSES_IN_FLIGHT {
-                    learn(in_flight.pop_front(), pool, &mut learner, &mut first_passes);
-                }
-                progress.set_position(seen);
-            }
-            while !in_flight.is_empty() {
-                learn(in_flight.pop_front(), pool, &mut learner, &mut first_passes);
-            }
-            first_passes.inputs = seen;
-            first_passes.sort();
-            Ok(())
-        })?;
-        reader.join().expect("the reader thread does not panic")
-    })?;
-    progress.finish_and_clear();
-    deduper.learn_boilerplate(learner.finish())?;
-    Ok(first_passes)
-}
-
-/// Chunks of sampled pages the boilerplate pass analyses at once.
-const ANALYSES_IN_FLIGHT: usize = 2;
-
-/// A sampled page's host, distinct shingles and, when kept, analysis for the main pass.
-type SampledPage = (String, Arc<[u64]>, Option<(u64, Box<Kept>)>);
-
-/// The distinct shingles of the pages the boilerplate pass has analysed and kept for the main
-/// pass, by [`text_hash`](neardup::pipeline::text_hash): a page that repeats one of them
-/// byte for byte (a seventh of the sampled pages of the 1 GB bench corpus) is counted with
-/// that page's shingles instead of being analysed again. It needs no analysis of its own
-/// for the main pass either, which leaves a repeated text to the record that had it first.
-/// Its sets are those the kept analyses hold, so it costs only its entries.
-#[derive(Default)]
-struct SampledTexts(std::sync::Mutex<HashMap<u128, Arc<[u64]>>>);
-
-impl SampledTexts {
-    fn get(&self, text: u128) -> Option<Arc<[u64]>> {
-        self.0.lock().expect("not poisoned").get(&text).cloned()
-    }
-
-    fn insert(&self, text: u128, set: &Arc<[u64]>) {
-        self.0
-            .lock()
-            .expect("not poisoned")
-            .entry(text)
-            .or_insert_with(|| set.clone());
-    }
-}
-
-/// Analyses the sampled pages of a chunk, in parallel: the boilerplate-free half of their
-/// analysis for the main pass while `keep` (or just their shingles), unless their text
-/// repeats one in `texts`.
-fn analyse_sampled(
-    sampled: Vec<(u64, input::Item, String)>,
-    keep: bool,
-    input_args: &InputArgs,
-    analyzer: &neardup::pipeline::Analyzer,
-    hasher: &neardup::SimHasher,
-    texts: &SampledTexts,
-) -> Vec<SampledPage> {
-    // One scratch per analysis thread, kept from chunk to chunk (`map_init` would make
-    // about ten a chunk, each growing its buffers again).
-    thread_local! {
-        static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::default();
-    }
-    sampled
-        .into_par_iter()
-        .map(|(seq, item, host)| {
-            // Hashed only where the record may be carried to the main pass.
-            let line = match &item {
-                input::Item::Line { bytes, .. } if keep => Some(line_hash(bytes)),
-                _ => None,
-            };
-            let mut parsed = item.parse(input_args).ok()?;
-            let record = Record {
-                fields: weighted(std::mem::take(&mut parsed.fields), input_args),
-                ..Record::new(String::new(), String::new())
-            };
-            let text = neardup::pipeline::text_hash(&record);
-            if let Some(set) = texts.get(text) {
-                return Some((host, set, None));
-            }
-            if keep {
-                if let Some(first) = analyzer.first_pass(&record) {
-                    texts.insert(text, first.shingles());
-                    // The rest of the record too, unless it is rejected there.
-                    let carried = line.and_then(|line| {
-                        let kept_members = parsed.kept_members.take();
-                        without_text(parsed, input_args).ok().map(|rest| Carried {
-                            line,
-                            record: rest,
-                            kept_members,
-                            text_bytes: text_bytes(&record.fields),
-                        })
-                    });
-                    let shingles = first.shingles().clone();
-                    return Some((host, shingles, Some((seq, Box::new((first, carried))))));
-                }
-            }
-            let fields: Vec<&str> = record.fields.iter().map(|f| f.text.as_str()).collect();
-            let set = SCRATCH.with_borrow_mut(|scratch| {
-                let set = hasher.distinct_shingles_with(&fields, scratch);
-                scratch.release_large();
-                set
-            });
-            Some((host, set, None))
-        })
-        .flatten()
-        .collect()
-}
-
-/// Counts an analysed chunk of sampled pages (the oldest in flight) and keeps their
-/// analyses for the main pass.
-fn learn(
-    done: Option<std::sync::mpsc::Receiver<Vec<SampledPage>>>,
-    pool: &rayon::ThreadPool,
-    learner: &mut BoilerplateLearner,
-    first_passes: &mut FirstPasses,
-) {
-    let Some(pages) = done.and_then(|d| d.recv().ok()) else {
-        return;
-    };
-    let mut sets = Vec::with_capacity(pages.len());
-    for (host, set, first) in pages {
-        if let Some((seq, kept)) = first {
-            first_passes.push(seq, kept);
-        }
-        sets.push((host, set));
-    }
-    pool.install(|| learner.sample_pages(sets));
-}
-
 /// Spool lines rendered together (in parallel) into kept.jsonl lines. Rendering runs a
 /// chunk or two ahead of the writer, and what it reads of the input stays mapped until
 /// written: chunks of 8,192 lines raised the 1 GB bench run's RSS by 280 MB.
@@ -1507,6 +947,7 @@ struct RunState {
     hosts: BTreeMap<String, HostShare>,
     /// The mapped inputs the spool refers to.
     maps: SpoolMaps,
+    progress: ProgressBar,
 }
 
 impl RunState {

@@ -7,6 +7,7 @@
 
 mod decision;
 mod reevaluate;
+mod runner;
 mod sets;
 use sets::Set;
 
@@ -21,6 +22,7 @@ pub use decision::{
     DEFAULT_MIN_WORDS, DEFAULT_SHORT_TEXT,
 };
 pub use reevaluate::Change;
+pub use runner::{BoilerplatePass, Runner, Sink, Source, Totals};
 
 use crate::fingerprint::{Field, FingerprintBits, Scratch, SimHasher};
 use crate::index::{AutoIndex, HammingIndex, IndexStats, Match};
@@ -284,8 +286,6 @@ pub struct PreparedRecord {
     analysis: Analysed,
     /// The deduper's boilerplate generation the analysis saw.
     generation: u64,
-    /// Made for a record given without its text ([`FirstPass::without_text`]).
-    without_text: bool,
 }
 
 /// What analysis made of a record.
@@ -354,9 +354,6 @@ pub struct FirstPass {
     /// The record's [`text_hash`]: a record of other text is analysed afresh.
     text: u128,
     pre: crate::fingerprint::PreAnalysis,
-    /// Finished for the record it was made of, given without its text: see
-    /// [`without_text`](Self::without_text).
-    without_text: bool,
 }
 
 impl FirstPass {
@@ -369,21 +366,6 @@ impl FirstPass {
     /// About how many bytes of memory it holds.
     pub fn heap_bytes(&self) -> usize {
         self.pre.heap_bytes()
-    }
-
-    /// This analysis, for [`Analyzer::prepare_run`] to finish for the very record it was
-    /// made of, which the caller gives without its text (`fields` empty): a caller that read
-    /// a record in a first pass, and knows the record it reads again is the same (its bytes
-    /// hash alike, say), saves decoding the text a second time. The record is not compared
-    /// with the analysis, so it must be that record; its text is not analysed again even
-    /// where it repeats an earlier record's.
-    ///
-    /// Such a record cannot be analysed anew: should the deduper's boilerplate change before
-    /// it is decided (another process's commit, found when a batch is committed at once),
-    /// it is rejected as unusable, unless the caller has put its fields back by then.
-    pub fn without_text(mut self) -> FirstPass {
-        self.without_text = true;
-        self
     }
 }
 
@@ -448,7 +430,6 @@ impl Analyzer {
         Some(FirstPass {
             text: text_hash(record),
             pre,
-            without_text: false,
         })
     }
 
@@ -457,8 +438,7 @@ impl Analyzer {
     /// record whose fields repeat those of a record before it in the run (`seen`) is not
     /// analysed; it gets that record's analysis when it is decided (or its own then, when
     /// that record was not stored). A record with its [`first_pass`](Self::first_pass) in
-    /// `first` (one entry per record, or none at all) has that analysis finished; so does
-    /// a record given without its text, with its [`FirstPass::without_text`].
+    /// `first` (one entry per record, or none at all) has that analysis finished.
     pub fn prepare_run(
         &self,
         records: &[Record],
@@ -470,22 +450,14 @@ impl Analyzer {
             "one entry per record"
         );
         first_passes.resize_with(records.len(), || None);
-        let hashes: Vec<u128> = records
-            .par_iter()
-            .zip(first_passes.par_iter())
-            .map(|(r, f)| match f {
-                Some(f) if f.without_text => f.text,
-                _ => text_hash(r),
-            })
-            .collect();
+        let hashes: Vec<u128> = records.par_iter().map(text_hash).collect();
         // In input order: the first record of a text is analysed and remembered; a later
         // one takes its analysis, unless its own is at hand.
         let first: Vec<Option<bool>> = hashes
             .iter()
-            .zip(&first_passes)
-            .map(|(h, f)| {
+            .map(|h| {
                 if seen.texts.contains(h) {
-                    f.as_ref().is_some_and(|f| f.without_text).then_some(false)
+                    None
                 } else if seen.texts.len() < SeenTexts::CAPACITY {
                     seen.texts.insert(*h);
                     Some(true)
@@ -503,7 +475,6 @@ impl Analyzer {
                 None => PreparedRecord {
                     analysis: Analysed::SameText(h),
                     generation: this.generation,
-                    without_text: false,
                 },
                 Some(remembered) => {
                     let mut p = match first_pass.as_ref().filter(|f| f.text == h) {
@@ -512,7 +483,6 @@ impl Analyzer {
                                 prepare_finished(this.hasher, this.furniture, r, f, scratch)
                             })),
                             generation: this.generation,
-                            without_text: f.without_text,
                         },
                         None => this.prepare_kept(r),
                     };
@@ -532,11 +502,6 @@ impl Analyzer {
         self.generation
     }
 }
-
-/// Why a record given without its text ([`FirstPass::without_text`]) is not used when
-/// the boilerplate its analysis was finished with has changed.
-const WITHOUT_TEXT: &str =
-    "the record was given without its text and boilerplate changed after its analysis";
 
 /// A boilerplate generation no deduper of this process has had: generations come from one
 /// counter, so an analysis made by one deduper (say, one opened over the same store before
@@ -592,7 +557,6 @@ impl AnalyzerRef<'_> {
                 scratch,
             )),
             generation: self.generation,
-            without_text: false,
         }
     }
 }
@@ -1960,8 +1924,6 @@ impl<S: Store> Deduper<S> {
     fn current(&self, record: &Record, prepared: PreparedRecord) -> Analysed {
         if prepared.generation == self.generation {
             prepared.analysis
-        } else if prepared.without_text && record.fields.is_empty() {
-            Analysed::Done(Err(WITHOUT_TEXT.into()))
         } else {
             Analysed::Done(self.prepare(record, &mut Scratch::default()))
         }

@@ -39,7 +39,7 @@ fn memory() -> Deduper<MemoryStore> {
 /// The rule these tests were written for: the defaults before the multi-corpus
 /// measurement (guarded linkage, a short-text rule under 50 words, radius 14), so each
 /// keeps testing the mechanism it names.
-fn guarded_rule() -> Rule {
+pub(super) fn guarded_rule() -> Rule {
     Rule {
         linkage: Linkage::Guarded,
         min_words: 50,
@@ -1178,35 +1178,15 @@ fn run_steps<S: Store>(mut d: Deduper<S>, steps: &[Step], run: bool) -> (Vec<Out
                 // one batch: stale analyses, repeats included, are made again.
                 // Most records' first halves were made early; some are another record's
                 // (the input changed between the passes), which must not be used.
-                // Every fifth is given without its text, as the CLI gives a record whose
-                // line it read in the first pass; it puts the text back before a stale
-                // analysis would have to be made again.
                 let first = (0..records.len())
                     .map(|i| match i % 5 {
                         0 => early.first_pass(&records[(i + 1) % records.len()]),
-                        1 => early.first_pass(&records[i]),
-                        3 => early.first_pass(&records[i]).map(FirstPass::without_text),
+                        1 | 3 => early.first_pass(&records[i]),
                         _ => None,
                     })
                     .collect::<Vec<_>>();
-                let textless: Vec<Record> = records
-                    .iter()
-                    .zip(&first)
-                    .map(|(r, f)| match f {
-                        Some(f) if f.without_text => Record {
-                            fields: Vec::new(),
-                            ..r.clone()
-                        },
-                        _ => r.clone(),
-                    })
-                    .collect();
-                let prepared = analyzer.prepare_run(&textless, &mut seen, first);
-                let given = if analyzer.generation() == d.analyzer_generation() {
-                    &textless
-                } else {
-                    records
-                };
-                outcomes.extend(d.process_prepared(given, prepared, t(NOW)).unwrap());
+                let prepared = analyzer.prepare_run(records, &mut seen, first);
+                outcomes.extend(d.process_prepared(records, prepared, t(NOW)).unwrap());
                 analyzer = d.analyzer();
             }
             Step::Batch(records) => outcomes.extend(d.process(records, t(NOW)).unwrap()),
@@ -1429,57 +1409,6 @@ fn records_repeating_an_earlier_text_are_decided_as_if_analysed() {
     let (got, got_state) = run_steps(open("run.db"), &steps, true);
     assert_eq!(got, want);
     assert_eq!(got_state, want_state);
-}
-
-#[test]
-fn a_record_given_without_its_text_is_refused_when_its_analysis_is_stale() {
-    let mut d = Deduper::builder()
-        .rule(guarded_rule())
-        .open(MemoryStore::new())
-        .unwrap();
-    let record = Record::new("a", doc(1, 300)).with_url("https://site.example/a");
-    let first = d.analyzer().first_pass(&record).unwrap().without_text();
-    let textless = Record {
-        fields: Vec::new(),
-        ..record.clone()
-    };
-    let prepared = d.analyzer().prepare_run(
-        std::slice::from_ref(&textless),
-        &mut SeenTexts::new(),
-        vec![Some(first.clone())],
-    );
-    // Boilerplate learned after the analysis: the record has to be analysed again.
-    let h = d.hasher().clone();
-    let mut learner = crate::text::BoilerplateLearner::new(0.05, 20, 1000);
-    for i in 0..30 {
-        let page = format!("{} {}", doc(7, 60), doc(500 + i, 40));
-        learner.add_page("site.example", &h.shingle_set(&page));
-    }
-    let learned = learner.finish();
-    d.learn_boilerplate(learned.clone()).unwrap();
-    let out = d
-        .process_prepared(std::slice::from_ref(&textless), prepared, t(NOW))
-        .unwrap();
-    assert!(
-        matches!(&out[0].decision, Decision::Rejected { reason } if reason == WITHOUT_TEXT),
-        "{:?}",
-        out[0].decision
-    );
-    // Stale again, but with its text put back: analysed again and kept.
-    let prepared = d.analyzer().prepare_run(
-        std::slice::from_ref(&textless),
-        &mut SeenTexts::new(),
-        vec![Some(first)],
-    );
-    d.learn_boilerplate(learned).unwrap();
-    let out = d
-        .process_prepared(std::slice::from_ref(&record), prepared, t(NOW))
-        .unwrap();
-    assert!(
-        matches!(out[0].decision, Decision::Kept { .. }),
-        "{:?}",
-        out[0].decision
-    );
 }
 
 #[test]
