@@ -5,18 +5,9 @@
 //! only a candidate generator: every candidate is verified by the full popcount, and an id
 //! found through several bands is reported once. Why no crate: see `table.rs`.
 
+pub(crate) use super::plan::band_ranges;
 use super::table::{forward_to_tables, KeySpec, Radii, TableSet};
 use super::{HammingIndex, IndexError, IndexStats, Match, QueryStats};
-
-/// The `b` contiguous bands of 64 bits, as `(lowest bit, width)`; widths differ by at most 1.
-pub(crate) fn band_ranges(bands: u32) -> Vec<(u32, u32)> {
-    (0..bands)
-        .map(|i| {
-            let (lo, hi) = (i * 64 / bands, (i + 1) * 64 / bands);
-            (lo, hi - lo)
-        })
-        .collect()
-}
 
 /// Builds a [`BandIndex`].
 #[derive(Debug, Clone)]
@@ -192,19 +183,6 @@ impl HammingIndex for BandIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn band_widths_differ_by_at_most_one_and_cover_64_bits() {
-        for bands in 1..=64 {
-            let ranges = band_ranges(bands);
-            assert_eq!(ranges.iter().map(|r| r.1).sum::<u32>(), 64);
-            let (min, max) = (
-                ranges.iter().map(|r| r.1).min().unwrap_or(0),
-                ranges.iter().map(|r| r.1).max().unwrap_or(0),
-            );
-            assert!(max - min <= 1, "bands = {bands}");
-        }
-    }
 
     #[test]
     fn max_distance_at_or_above_band_count_is_rejected() {

@@ -11,8 +11,7 @@
 use rayon::prelude::*;
 
 use super::linear::scan;
-use super::permuted::PermutedLayout;
-use super::plan::permuted_layouts;
+use super::plan::{permuted_layouts, PermutedLayout};
 use super::table::SortedTable;
 use super::IndexError;
 

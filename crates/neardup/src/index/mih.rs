@@ -13,7 +13,8 @@
 //! Tables are sorted arrays with a directory indexed by the whole substring (a CSR layout)
 //! when the substring is short enough, see `table.rs`; no hash map per bucket.
 
-use super::plan;
+pub(crate) use super::plan::mih_radii;
+use super::plan::{self, band_ranges};
 use super::table::{ball_size, forward_to_tables, KeySpec, Radii, TableSet};
 use super::{HammingIndex, IndexError, IndexStats, Match, QueryStats};
 
@@ -90,7 +91,7 @@ impl MihIndexBuilder {
                 "substrings = {substrings}: the substring count must be 1 to 64"
             )));
         }
-        let ranges = super::bands::band_ranges(substrings);
+        let ranges = band_ranges(substrings);
         let keys = ranges
             .iter()
             .map(|&range| KeySpec::new(&[range]))
@@ -102,23 +103,6 @@ impl MihIndexBuilder {
             widths,
         })
     }
-}
-
-/// Per-substring radii for `max_distance`: `k + 1` units spread as evenly as possible, the
-/// extra ones on the narrowest substrings (their balls are smallest); a substring with no
-/// unit is not probed at all.
-pub(crate) fn mih_radii(widths: &[u32], max_distance: u32) -> Vec<Option<u32>> {
-    let m = widths.len() as u32;
-    let units = max_distance + 1;
-    let (base, extra) = (units / m, units % m);
-    let mut order: Vec<usize> = (0..widths.len()).collect();
-    order.sort_by_key(|&i| (widths[i], i));
-    let mut radii = vec![None; widths.len()];
-    for (rank, &i) in order.iter().enumerate() {
-        let u = base + u32::from((rank as u32) < extra);
-        radii[i] = u.checked_sub(1);
-    }
-    radii
 }
 
 /// Multi-index hashing over `m` substrings; exact for every `max_distance`.
@@ -255,21 +239,6 @@ impl HammingIndex for MihIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn radii_satisfy_the_refined_pigeonhole() {
-        for m in 1..=8u32 {
-            let widths: Vec<u32> = super::super::bands::band_ranges(m)
-                .iter()
-                .map(|r| r.1)
-                .collect();
-            for k in 0..=20 {
-                let radii = mih_radii(&widths, k);
-                let units: u32 = radii.iter().map(|r| r.map_or(0, |r| r + 1)).sum();
-                assert_eq!(units, k + 1, "m = {m}, k = {k}");
-            }
-        }
-    }
 
     #[test]
     fn every_radius_is_exact_even_past_the_tables() {

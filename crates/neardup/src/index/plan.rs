@@ -13,9 +13,7 @@
 
 use std::fmt;
 
-use super::mih::mih_radii;
-use super::permuted::PermutedLayout;
-use super::table::{ball_size, directory_bits};
+use super::table::{ball_size, directory_bits, KeySpec};
 use super::IndexError;
 
 /// Cost of one table probe (a directory read and the start of a run, usually cache misses).
@@ -54,6 +52,277 @@ pub(crate) fn binomial(n: u32, r: u32) -> u64 {
         c = c.saturating_mul(u64::from(n - i)) / u64::from(i + 1);
     }
     c
+}
+
+/// The `b` contiguous bands of 64 bits, as `(lowest bit, width)`; widths differ by at most 1.
+/// Bands and multi-index substrings are both cut this way.
+pub(crate) fn band_ranges(bands: u32) -> Vec<(u32, u32)> {
+    (0..bands)
+        .map(|i| {
+            let (lo, hi) = (i * 64 / bands, (i + 1) * 64 / bands);
+            (lo, hi - lo)
+        })
+        .collect()
+}
+
+/// Per-substring radii of multi-index hashing for `max_distance`: `k + 1` units spread as
+/// evenly as possible, the extra ones on the narrowest substrings (their balls are
+/// smallest); a substring with no unit is not probed at all.
+pub(crate) fn mih_radii(widths: &[u32], max_distance: u32) -> Vec<Option<u32>> {
+    let m = widths.len() as u32;
+    let units = max_distance + 1;
+    let (base, extra) = (units / m, units % m);
+    let mut order: Vec<usize> = (0..widths.len()).collect();
+    order.sort_by_key(|&i| (widths[i], i));
+    let mut radii = vec![None; widths.len()];
+    for (rank, &i) in order.iter().enumerate() {
+        let u = base + u32::from((rank as u32) < extra);
+        radii[i] = u.checked_sub(1);
+    }
+    radii
+}
+
+/// Tables beyond this are refused: each costs about 12 bytes per fingerprint.
+const MAX_TABLES: u64 = 4096;
+
+/// Which blocks make up the tables of a [`PermutedIndex`](super::PermutedIndex): the radius it guarantees, the
+/// block count and, optionally, a second level of blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PermutedLayout {
+    max_distance: u32,
+    blocks: u32,
+    second_level_blocks: Option<u32>,
+}
+
+impl PermutedLayout {
+    /// `blocks` blocks, one table per choice of `max_distance` blocks left free.
+    ///
+    /// # Errors
+    /// [`IndexError::MaxDistanceUnsupported`] when `blocks <= max_distance`;
+    /// [`IndexError::InvalidLayout`] for more than 64 blocks or 4096 tables.
+    pub fn new(max_distance: u32, blocks: u32) -> Result<Self, IndexError> {
+        Self::validate(PermutedLayout {
+            max_distance,
+            blocks,
+            second_level_blocks: None,
+        })
+    }
+
+    /// Like [`PermutedLayout::new`], and the bits of the free blocks are split again into
+    /// `second_level_blocks` blocks of which `max_distance` are left free.
+    ///
+    /// # Errors
+    /// As [`PermutedLayout::new`], also when `second_level_blocks <= max_distance` or the
+    /// free bits are fewer than `second_level_blocks`.
+    pub fn two_level(
+        max_distance: u32,
+        blocks: u32,
+        second_level_blocks: u32,
+    ) -> Result<Self, IndexError> {
+        Self::validate(PermutedLayout {
+            max_distance,
+            blocks,
+            second_level_blocks: Some(second_level_blocks),
+        })
+    }
+
+    /// The layout [`choose_layout`] prefers for `fingerprints` at `max_distance`
+    /// among permuted layouts only.
+    ///
+    /// # Errors
+    /// [`IndexError::InvalidLayout`] when no permuted layout of at most 4096 tables
+    /// answers `max_distance`.
+    pub fn for_size(fingerprints: u64, max_distance: u32) -> Result<Self, IndexError> {
+        best_permuted(fingerprints, max_distance).ok_or_else(|| {
+            IndexError::InvalidLayout(format!(
+                "no permuted layout of at most {MAX_TABLES} tables answers max_distance {max_distance}"
+            ))
+        })
+    }
+
+    fn validate(layout: Self) -> Result<Self, IndexError> {
+        let k = layout.max_distance;
+        if layout.blocks <= k {
+            return Err(IndexError::MaxDistanceUnsupported {
+                max_distance: k,
+                blocks: layout.blocks,
+            });
+        }
+        if layout.blocks > 64 {
+            return Err(IndexError::InvalidLayout(format!(
+                "blocks = {}: at most 64 blocks of 64 bits",
+                layout.blocks
+            )));
+        }
+        if let Some(second) = layout.second_level_blocks {
+            if second <= k {
+                return Err(IndexError::MaxDistanceUnsupported {
+                    max_distance: k,
+                    blocks: second,
+                });
+            }
+            if second > layout.free_bits_min() {
+                return Err(IndexError::InvalidLayout(format!(
+                    "second_level_blocks = {second}: the free blocks hold only {} bits",
+                    layout.free_bits_min()
+                )));
+            }
+        }
+        if layout.tables() > MAX_TABLES {
+            return Err(IndexError::InvalidLayout(format!(
+                "{} tables: at most {MAX_TABLES} (use fewer blocks or a multi-index layout)",
+                layout.tables()
+            )));
+        }
+        Ok(layout)
+    }
+
+    /// The smallest number of bits left in `k` free first-level blocks.
+    fn free_bits_min(&self) -> u32 {
+        (64 / self.blocks) * self.max_distance
+    }
+
+    /// The radius every query up to which is answered exactly.
+    pub fn max_distance(&self) -> u32 {
+        self.max_distance
+    }
+
+    /// First-level blocks.
+    pub fn blocks(&self) -> u32 {
+        self.blocks
+    }
+
+    /// Second-level blocks, if any.
+    pub fn second_level_blocks(&self) -> Option<u32> {
+        self.second_level_blocks
+    }
+
+    /// The number of tables: `C(blocks, k)`, times `C(second_level_blocks, k)`.
+    pub fn tables(&self) -> u64 {
+        let first = binomial(self.blocks, self.max_distance);
+        match self.second_level_blocks {
+            Some(second) => first.saturating_mul(binomial(second, self.max_distance)),
+            None => first,
+        }
+    }
+
+    /// The prefix length (exact-match bits) of each table, in table order.
+    pub fn prefix_bits(&self) -> Vec<u32> {
+        self.prefixes()
+            .iter()
+            .map(|p| p.iter().map(|r| r.1).sum())
+            .collect()
+    }
+
+    /// The prefix of every table as bit ranges `(lowest bit, width)`.
+    fn prefixes(&self) -> Vec<Vec<(u32, u32)>> {
+        let k = self.max_distance as usize;
+        let blocks = band_ranges(self.blocks);
+        let mut prefixes = Vec::new();
+        for free in combinations(blocks.len(), k) {
+            let fixed: Vec<(u32, u32)> = (0..blocks.len())
+                .filter(|i| !free.contains(i))
+                .map(|i| blocks[i])
+                .collect();
+            match self.second_level_blocks {
+                None => prefixes.push(coalesce(fixed)),
+                Some(second) => {
+                    let free_ranges: Vec<(u32, u32)> = free.iter().map(|&i| blocks[i]).collect();
+                    let sub_blocks = split_ranges(&free_ranges, second);
+                    for free2 in combinations(sub_blocks.len(), k) {
+                        let mut prefix = fixed.clone();
+                        for (j, sub) in sub_blocks.iter().enumerate() {
+                            if !free2.contains(&j) {
+                                prefix.extend_from_slice(sub);
+                            }
+                        }
+                        prefixes.push(coalesce(prefix));
+                    }
+                }
+            }
+        }
+        prefixes
+    }
+
+    pub(crate) fn keys(&self) -> Result<Vec<KeySpec>, IndexError> {
+        self.prefixes().iter().map(|p| KeySpec::new(p)).collect()
+    }
+}
+
+impl std::fmt::Display for PermutedLayout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let bits = self.prefix_bits();
+        let (lo, hi) = (
+            bits.iter().copied().min().unwrap_or(0),
+            bits.iter().copied().max().unwrap_or(0),
+        );
+        write!(f, "permuted: {} blocks", self.blocks)?;
+        if let Some(second) = self.second_level_blocks {
+            write!(f, " x {second}")?;
+        }
+        write!(f, ", {} tables, prefix {lo}", self.tables())?;
+        if hi != lo {
+            write!(f, "-{hi}")?;
+        }
+        write!(f, " bits, k <= {}", self.max_distance)
+    }
+}
+
+/// Every `r`-subset of `0..n`, in lexicographic order.
+pub(crate) fn combinations(n: usize, r: usize) -> Vec<Vec<usize>> {
+    let mut out = Vec::new();
+    if r > n {
+        return out;
+    }
+    let mut pick: Vec<usize> = (0..r).collect();
+    loop {
+        out.push(pick.clone());
+        let Some(i) = (0..r).rev().find(|&i| pick[i] != i + n - r) else {
+            return out;
+        };
+        pick[i] += 1;
+        for j in i + 1..r {
+            pick[j] = pick[j - 1] + 1;
+        }
+    }
+}
+
+/// Splits the bits of `ranges` (taken in order) into `parts` pieces whose sizes differ by
+/// at most one; a piece may span several ranges.
+fn split_ranges(ranges: &[(u32, u32)], parts: u32) -> Vec<Vec<(u32, u32)>> {
+    let total: u32 = ranges.iter().map(|r| r.1).sum();
+    (0..parts)
+        .map(|p| {
+            let (from, to) = (p * total / parts, (p + 1) * total / parts);
+            let mut piece = Vec::new();
+            let mut offset = 0;
+            for &(lo, width) in ranges {
+                let (a, b) = (from.max(offset), to.min(offset + width));
+                if a < b {
+                    piece.push((lo + a - offset, b - a));
+                }
+                offset += width;
+            }
+            piece
+        })
+        .collect()
+}
+
+/// Sorts ranges from the top bit down and joins neighbours, so a key extracts fewer
+/// pieces (its bit order does not matter for correctness).
+fn coalesce(mut ranges: Vec<(u32, u32)>) -> Vec<(u32, u32)> {
+    ranges.sort_unstable_by_key(|r| std::cmp::Reverse(r.0));
+    let mut out: Vec<(u32, u32)> = Vec::with_capacity(ranges.len());
+    for (lo, width) in ranges {
+        match out.last_mut() {
+            Some(last) if lo + width == last.0 => {
+                last.0 = lo;
+                last.1 += width;
+            }
+            _ => out.push((lo, width)),
+        }
+    }
+    out
 }
 
 /// Which index a plan describes.
@@ -360,10 +629,7 @@ pub fn format_plans(plans: &[LayoutPlan]) -> String {
 
 /// The widths of `parts` contiguous pieces of 64 bits.
 fn uniform_widths(parts: u32) -> Vec<u32> {
-    super::bands::band_ranges(parts)
-        .iter()
-        .map(|r| r.1)
-        .collect()
+    band_ranges(parts).iter().map(|r| r.1).collect()
 }
 
 /// Every permuted layout worth considering for radius `k` (at most 4096 tables).
@@ -557,5 +823,40 @@ mod tests {
         assert_eq!(binomial(64, 3), 41_664);
         assert_eq!(binomial(5, 2), 10);
         assert_eq!(binomial(3, 5), 0);
+    }
+
+    #[test]
+    fn band_widths_differ_by_at_most_one_and_cover_64_bits() {
+        for bands in 1..=64 {
+            let ranges = band_ranges(bands);
+            assert_eq!(ranges.iter().map(|r| r.1).sum::<u32>(), 64);
+            let (min, max) = (
+                ranges.iter().map(|r| r.1).min().unwrap_or(0),
+                ranges.iter().map(|r| r.1).max().unwrap_or(0),
+            );
+            assert!(max - min <= 1, "bands = {bands}");
+        }
+    }
+
+    #[test]
+    fn radii_satisfy_the_refined_pigeonhole() {
+        for m in 1..=8u32 {
+            let widths: Vec<u32> = band_ranges(m).iter().map(|r| r.1).collect();
+            for k in 0..=20 {
+                let radii = mih_radii(&widths, k);
+                let units: u32 = radii.iter().map(|r| r.map_or(0, |r| r + 1)).sum();
+                assert_eq!(units, k + 1, "m = {m}, k = {k}");
+            }
+        }
+    }
+
+    #[test]
+    fn combinations_are_complete_and_ordered() {
+        let all = combinations(5, 2);
+        assert_eq!(all.len(), 10);
+        assert_eq!(all[0], vec![0, 1]);
+        assert_eq!(all[9], vec![3, 4]);
+        assert_eq!(combinations(3, 0), vec![Vec::<usize>::new()]);
+        assert!(combinations(2, 3).is_empty());
     }
 }
