@@ -3,18 +3,17 @@
 //! Two fingerprints within `k < b` bits agree exactly on at least one of `b` disjoint
 //! bands, so probing the query's value in each band's table finds every result. Bands are
 //! only a candidate generator: every candidate is verified by the full popcount, and an id
-//! found through several bands is reported once. Why no crate: see `table.rs`.
+//! found through several bands is reported once. Why no crate: see `table/mod.rs`.
 
 pub(crate) use super::plan::band_ranges;
-use super::table::{forward_to_tables, KeySpec, Radii, TableSet};
-use super::{HammingIndex, IndexError, IndexStats, Match, QueryStats};
+use super::table::{table_index, table_options, KeySpec, TableIndex, TableOptions, TableSet};
+use super::IndexError;
 
 /// Builds a [`BandIndex`].
 #[derive(Debug, Clone)]
 pub struct BandIndexBuilder {
     bands: u32,
-    buffer_capacity: Option<usize>,
-    max_candidates_per_probe: Option<usize>,
+    options: TableOptions,
 }
 
 impl Default for BandIndexBuilder {
@@ -28,8 +27,7 @@ impl BandIndexBuilder {
     pub fn new() -> Self {
         BandIndexBuilder {
             bands: 8,
-            buffer_capacity: None,
-            max_candidates_per_probe: None,
+            options: TableOptions::default(),
         }
     }
 
@@ -40,19 +38,7 @@ impl BandIndexBuilder {
         self
     }
 
-    /// Inserts buffered (and scanned linearly by queries) before a merge into the tables;
-    /// by default about `sqrt(n)`.
-    pub fn buffer_capacity(&mut self, inserts: usize) -> &mut Self {
-        self.buffer_capacity = Some(inserts.max(1));
-        self
-    }
-
-    /// Verify at most this many candidates per bucket; longer buckets are cut short and
-    /// counted in [`QueryStats::capped_probes`] (the result is then possibly incomplete).
-    pub fn max_candidates_per_probe(&mut self, candidates: usize) -> &mut Self {
-        self.max_candidates_per_probe = Some(candidates);
-        self
-    }
+    table_options!();
 
     /// Builds the empty index.
     ///
@@ -70,7 +56,7 @@ impl BandIndexBuilder {
             .map(|range| KeySpec::new(&[range]))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(BandIndex {
-            tables: TableSet::new(keys, self.buffer_capacity, self.max_candidates_per_probe),
+            tables: self.options.tables(keys),
             bands: self.bands,
         })
     }
@@ -114,75 +100,28 @@ impl BandIndex {
     pub fn bands(&self) -> u32 {
         self.bands
     }
-
-    /// Inserts many `(id, fingerprint)` pairs and merges them into the tables at once.
-    ///
-    /// # Errors
-    /// [`IndexError::DuplicateId`] at the first id already present (the pairs before it
-    /// stay inserted), [`IndexError::Full`] past 2^32 - 1 rows.
-    pub fn extend<I: IntoIterator<Item = (u64, u64)>>(
-        &mut self,
-        items: I,
-    ) -> Result<(), IndexError> {
-        self.tables.extend(items)
-    }
-
-    /// Merges the insert buffer into the tables (queries then scan no buffer).
-    pub fn flush(&mut self) {
-        self.tables.merge_buffer();
-    }
 }
 
-impl HammingIndex for BandIndex {
-    forward_to_tables!();
-
-    fn query_nearest_into(
-        &self,
-        fingerprint: u64,
-        max_distance: u32,
-        limit: usize,
-        out: &mut Vec<Match>,
-    ) -> Result<QueryStats, IndexError> {
-        if max_distance >= self.bands {
-            return Err(IndexError::MaxDistanceUnsupported {
-                max_distance,
-                blocks: self.bands,
-            });
-        }
-        Ok(self
-            .tables
-            .query(fingerprint, max_distance, Radii::Exact, limit, out))
+impl TableIndex for BandIndex {
+    fn tables(&self) -> &TableSet {
+        &self.tables
     }
 
-    fn query_batch(
-        &self,
-        fingerprints: &[u64],
-        max_distance: u32,
-        out: &mut Vec<(usize, Match)>,
-    ) -> Result<QueryStats, IndexError> {
-        if max_distance >= self.bands {
-            return Err(IndexError::MaxDistanceUnsupported {
-                max_distance,
-                blocks: self.bands,
-            });
-        }
-        Ok(self
-            .tables
-            .query_batch_exact(fingerprints, max_distance, out))
-    }
-
-    fn max_supported_distance(&self) -> u32 {
+    fn max_exact_distance(&self) -> u32 {
         self.bands - 1
     }
 
-    fn stats(&self) -> IndexStats {
-        self.tables.stats(format!("{} bands", self.bands))
+    fn describe(&self) -> String {
+        format!("{} bands", self.bands)
     }
 }
+
+table_index!(BandIndex);
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::index::{HammingIndex, Match};
 
     #[test]
     fn max_distance_at_or_above_band_count_is_rejected() {

@@ -1,7 +1,7 @@
 //! All-pairs join: every pair of a batch of fingerprints within `max_distance`, at once.
 //!
 //! Sort-based, per Manku et al.'s batch mode: for each table of a permuted layout the
-//! batch is sorted by the table's prefix (a counting sort, see `table.rs`), and every
+//! batch is sorted by the table's prefix (a counting sort, see `table/sorted.rs`), and every
 //! pair inside a run of equal prefixes is verified by popcount. A near pair shares the
 //! whole prefix of at least one table, so it is found; it is reported only by the *first*
 //! table whose prefix it shares (a later table checks the pair's XOR against every

@@ -11,12 +11,15 @@
 //! `k` of 10 to 16, where a pigeonhole layout would need `k + 1` tables of tiny keys.
 //!
 //! Tables are sorted arrays with a directory indexed by the whole substring (a CSR layout)
-//! when the substring is short enough, see `table.rs`; no hash map per bucket.
+//! when the substring is short enough, see `table/mod.rs`; no hash map per bucket.
 
 pub(crate) use super::plan::mih_radii;
 use super::plan::{self, band_ranges};
-use super::table::{ball_size, forward_to_tables, KeySpec, Radii, TableSet};
-use super::{HammingIndex, IndexError, IndexStats, Match, QueryStats};
+use super::table::{
+    ball_size, table_index, table_options, KeySpec, Probe, Radii, TableIndex, TableOptions,
+    TableSet,
+};
+use super::IndexError;
 
 /// Builds a [`MihIndex`].
 #[derive(Debug, Clone)]
@@ -24,8 +27,7 @@ pub struct MihIndexBuilder {
     substrings: Option<u32>,
     expected_len: u64,
     max_distance: u32,
-    buffer_capacity: Option<usize>,
-    max_candidates_per_probe: Option<usize>,
+    options: TableOptions,
 }
 
 impl Default for MihIndexBuilder {
@@ -41,8 +43,7 @@ impl MihIndexBuilder {
             substrings: None,
             expected_len: 1 << 20,
             max_distance: 10,
-            buffer_capacity: None,
-            max_candidates_per_probe: None,
+            options: TableOptions::default(),
         }
     }
 
@@ -64,19 +65,7 @@ impl MihIndexBuilder {
         self
     }
 
-    /// Inserts buffered (and scanned linearly by queries) before a merge into the tables;
-    /// by default about `sqrt(n)`.
-    pub fn buffer_capacity(&mut self, inserts: usize) -> &mut Self {
-        self.buffer_capacity = Some(inserts.max(1));
-        self
-    }
-
-    /// Verify at most this many candidates per bucket; longer buckets are cut short and
-    /// counted in [`QueryStats::capped_probes`] (the result is then possibly incomplete).
-    pub fn max_candidates_per_probe(&mut self, candidates: usize) -> &mut Self {
-        self.max_candidates_per_probe = Some(candidates);
-        self
-    }
+    table_options!();
 
     /// Builds the empty index.
     ///
@@ -98,7 +87,7 @@ impl MihIndexBuilder {
             .collect::<Result<Vec<_>, _>>()?;
         let widths: Vec<u32> = ranges.iter().map(|r| r.1).collect();
         Ok(MihIndex {
-            tables: TableSet::new(keys, self.buffer_capacity, self.max_candidates_per_probe),
+            tables: self.options.tables(keys),
             radii_by_distance: (0..=64).map(|k| mih_radii(&widths, k)).collect(),
             widths,
         })
@@ -146,23 +135,6 @@ impl MihIndex {
         self.widths.len() as u32
     }
 
-    /// Inserts many `(id, fingerprint)` pairs and sorts them into the tables at once.
-    ///
-    /// # Errors
-    /// [`IndexError::DuplicateId`] at the first id already present (the pairs before it
-    /// stay inserted), [`IndexError::Full`] past 2^32 - 1 rows.
-    pub fn extend<I: IntoIterator<Item = (u64, u64)>>(
-        &mut self,
-        items: I,
-    ) -> Result<(), IndexError> {
-        self.tables.extend(items)
-    }
-
-    /// Merges the insert buffer into the tables (queries then scan no buffer).
-    pub fn flush(&mut self) {
-        self.tables.merge_buffer();
-    }
-
     /// Whether probing for `max_distance` is expected to cost more than a full scan.
     fn scan_is_cheaper(&self, radii: &[Option<u32>]) -> bool {
         let n = self.tables.tabled_len() as f64;
@@ -179,66 +151,42 @@ impl MihIndex {
     }
 }
 
-impl HammingIndex for MihIndex {
-    forward_to_tables!();
-
-    fn query_nearest_into(
-        &self,
-        fingerprint: u64,
-        max_distance: u32,
-        limit: usize,
-        out: &mut Vec<Match>,
-    ) -> Result<QueryStats, IndexError> {
-        let radii = &self.radii_by_distance[max_distance.min(64) as usize];
-        if self.scan_is_cheaper(radii) {
-            return Ok(self
-                .tables
-                .query_by_scan(fingerprint, max_distance, limit, out));
-        }
-        Ok(self.tables.query(
-            fingerprint,
-            max_distance,
-            Radii::PerTable(radii),
-            limit,
-            out,
-        ))
+impl TableIndex for MihIndex {
+    fn tables(&self) -> &TableSet {
+        &self.tables
     }
 
-    fn query_nearest_batch(
-        &self,
-        fingerprints: &[u64],
-        max_distance: u32,
-        limit: usize,
-        out: &mut Vec<Vec<Match>>,
-    ) -> Result<QueryStats, IndexError> {
-        let radii = &self.radii_by_distance[max_distance.min(64) as usize];
-        // The batch sweep keeps keys in 32 bits (a single table of 64 does not).
-        let wide_keys = self.widths.iter().any(|&w| w > 32);
-        if self.scan_is_cheaper(radii) || wide_keys {
-            return super::nearest_one_by_one(self, fingerprints, max_distance, limit, out);
-        }
-        Ok(self
-            .tables
-            .query_radii_batch(fingerprints, max_distance, radii, limit, out))
-    }
-
-    fn max_supported_distance(&self) -> u32 {
+    fn max_exact_distance(&self) -> u32 {
         64
     }
 
-    fn stats(&self) -> IndexStats {
+    /// Each substring's table within its radius, or a scan where that costs less; every
+    /// radius is answered (past 64 bits, by everything stored).
+    fn probe(&self, max_distance: u32) -> Result<Probe<'_>, IndexError> {
+        let radii = &self.radii_by_distance[max_distance.min(64) as usize];
+        Ok(if self.scan_is_cheaper(radii) {
+            Probe::Scan
+        } else {
+            Probe::Tables(Radii::PerTable(radii))
+        })
+    }
+
+    fn describe(&self) -> String {
         let bits: Vec<String> = self.tables.keys().map(|k| k.bits().to_string()).collect();
-        self.tables.stats(format!(
+        format!(
             "multi-index hashing: {} substrings of {} bits",
             self.widths.len(),
             bits.join("/")
-        ))
+        )
     }
 }
+
+table_index!(MihIndex);
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::index::HammingIndex;
 
     #[test]
     fn every_radius_is_exact_even_past_the_tables() {

@@ -244,15 +244,7 @@ pub trait HammingIndex {
         max_distance: u32,
         out: &mut Vec<(usize, Match)>,
     ) -> Result<QueryStats, IndexError> {
-        out.clear();
-        let mut total = QueryStats::default();
-        let mut one = Vec::new();
-        for (at, &fingerprint) in fingerprints.iter().enumerate() {
-            let stats = self.query_into(fingerprint, max_distance, &mut one)?;
-            total.add(stats);
-            out.extend(one.iter().map(|&m| (at, m)));
-        }
-        Ok(total)
+        batch_one_by_one(self, fingerprints, max_distance, out)
     }
 
     /// The largest `max_distance` this index answers exactly.
@@ -298,6 +290,23 @@ pub(crate) fn nearest_one_by_one<I: HammingIndex + ?Sized>(
     let mut total = QueryStats::default();
     for (&fingerprint, found) in fingerprints.iter().zip(out.iter_mut()) {
         total.add(index.query_nearest_into(fingerprint, max_distance, limit, found)?);
+    }
+    Ok(total)
+}
+
+/// [`HammingIndex::query_batch`] as a loop of single queries.
+pub(crate) fn batch_one_by_one<I: HammingIndex + ?Sized>(
+    index: &I,
+    fingerprints: &[u64],
+    max_distance: u32,
+    out: &mut Vec<(usize, Match)>,
+) -> Result<QueryStats, IndexError> {
+    out.clear();
+    let mut total = QueryStats::default();
+    let mut one = Vec::new();
+    for (at, &fingerprint) in fingerprints.iter().enumerate() {
+        total.add(index.query_into(fingerprint, max_distance, &mut one)?);
+        out.extend(one.iter().map(|&m| (at, m)));
     }
     Ok(total)
 }

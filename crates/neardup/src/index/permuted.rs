@@ -4,7 +4,7 @@
 //! The 64 bits are split into `B` blocks. For every choice of `k` blocks that may hold the
 //! differing bits, one table keeps every fingerprint ordered by the *other* `B - k`
 //! blocks (the paper moves them to the top with a permutation `π` and sorts; we sort by
-//! those bits directly, which yields the same runs, see `table.rs`). Two
+//! those bits directly, which yields the same runs, see `table/mod.rs`). Two
 //! fingerprints within `k` bits differ in at most `k` blocks, so in the table whose prefix
 //! avoids those blocks they share the whole prefix of `p` bits: a query looks up its prefix
 //! in every table and verifies the run, which holds about `n / 2^p` fingerprints.
@@ -14,8 +14,8 @@
 //! `C(B, k) * C(B2, k)` tables with longer prefixes.
 
 pub use super::plan::PermutedLayout;
-use super::table::{forward_to_tables, Radii, TableSet};
-use super::{HammingIndex, IndexError, IndexStats, Match, QueryStats};
+use super::table::{table_index, table_options, TableIndex, TableOptions, TableSet};
+use super::IndexError;
 
 /// Builds a [`PermutedIndex`].
 #[derive(Debug, Clone)]
@@ -24,8 +24,7 @@ pub struct PermutedIndexBuilder {
     expected_len: u64,
     blocks: Option<u32>,
     second_level_blocks: Option<u32>,
-    buffer_capacity: Option<usize>,
-    max_candidates_per_probe: Option<usize>,
+    options: TableOptions,
 }
 
 impl Default for PermutedIndexBuilder {
@@ -42,8 +41,7 @@ impl PermutedIndexBuilder {
             expected_len: 1 << 20,
             blocks: None,
             second_level_blocks: None,
-            buffer_capacity: None,
-            max_candidates_per_probe: None,
+            options: TableOptions::default(),
         }
     }
 
@@ -72,19 +70,7 @@ impl PermutedIndexBuilder {
         self
     }
 
-    /// Inserts buffered (and scanned linearly by queries) before a merge into the sorted
-    /// tables; by default about `sqrt(n)`.
-    pub fn buffer_capacity(&mut self, inserts: usize) -> &mut Self {
-        self.buffer_capacity = Some(inserts.max(1));
-        self
-    }
-
-    /// Verify at most this many candidates per run; longer runs are cut short and counted
-    /// in [`QueryStats::capped_probes`] (the result is then possibly incomplete).
-    pub fn max_candidates_per_probe(&mut self, candidates: usize) -> &mut Self {
-        self.max_candidates_per_probe = Some(candidates);
-        self
-    }
+    table_options!();
 
     /// The layout this builder would use.
     ///
@@ -109,11 +95,7 @@ impl PermutedIndexBuilder {
     /// As [`PermutedIndexBuilder::layout`].
     pub fn build(&self) -> Result<PermutedIndex, IndexError> {
         let layout = self.layout()?;
-        PermutedIndex::with_layout_and_limits(
-            layout,
-            self.buffer_capacity,
-            self.max_candidates_per_probe,
-        )
+        PermutedIndex::with_layout_and_options(layout, self.options)
     }
 }
 
@@ -151,16 +133,15 @@ impl PermutedIndex {
     /// # Errors
     /// [`IndexError::InvalidLayout`] when a table's prefix cannot be built.
     pub fn with_layout(layout: PermutedLayout) -> Result<Self, IndexError> {
-        Self::with_layout_and_limits(layout, None, None)
+        Self::with_layout_and_options(layout, TableOptions::default())
     }
 
-    fn with_layout_and_limits(
+    fn with_layout_and_options(
         layout: PermutedLayout,
-        buffer_capacity: Option<usize>,
-        cap: Option<usize>,
+        options: TableOptions,
     ) -> Result<Self, IndexError> {
         Ok(PermutedIndex {
-            tables: TableSet::new(layout.keys()?, buffer_capacity, cap),
+            tables: options.tables(layout.keys()?),
             layout,
         })
     }
@@ -169,75 +150,28 @@ impl PermutedIndex {
     pub fn layout(&self) -> PermutedLayout {
         self.layout
     }
-
-    /// Inserts many `(id, fingerprint)` pairs and sorts them into the tables at once.
-    ///
-    /// # Errors
-    /// [`IndexError::DuplicateId`] at the first id already present (the pairs before it
-    /// stay inserted), [`IndexError::Full`] past 2^32 - 1 rows.
-    pub fn extend<I: IntoIterator<Item = (u64, u64)>>(
-        &mut self,
-        items: I,
-    ) -> Result<(), IndexError> {
-        self.tables.extend(items)
-    }
-
-    /// Merges the insert buffer into the sorted tables (queries then scan no buffer).
-    pub fn flush(&mut self) {
-        self.tables.merge_buffer();
-    }
 }
 
-impl HammingIndex for PermutedIndex {
-    forward_to_tables!();
-
-    fn query_nearest_into(
-        &self,
-        fingerprint: u64,
-        max_distance: u32,
-        limit: usize,
-        out: &mut Vec<Match>,
-    ) -> Result<QueryStats, IndexError> {
-        if max_distance > self.layout.max_distance() {
-            return Err(IndexError::MaxDistanceUnsupported {
-                max_distance,
-                blocks: self.layout.max_distance() + 1,
-            });
-        }
-        Ok(self
-            .tables
-            .query(fingerprint, max_distance, Radii::Exact, limit, out))
+impl TableIndex for PermutedIndex {
+    fn tables(&self) -> &TableSet {
+        &self.tables
     }
 
-    fn query_batch(
-        &self,
-        fingerprints: &[u64],
-        max_distance: u32,
-        out: &mut Vec<(usize, Match)>,
-    ) -> Result<QueryStats, IndexError> {
-        if max_distance > self.layout.max_distance() {
-            return Err(IndexError::MaxDistanceUnsupported {
-                max_distance,
-                blocks: self.layout.max_distance() + 1,
-            });
-        }
-        Ok(self
-            .tables
-            .query_batch_exact(fingerprints, max_distance, out))
-    }
-
-    fn max_supported_distance(&self) -> u32 {
+    fn max_exact_distance(&self) -> u32 {
         self.layout.max_distance()
     }
 
-    fn stats(&self) -> IndexStats {
-        self.tables.stats(self.layout.to_string())
+    fn describe(&self) -> String {
+        self.layout.to_string()
     }
 }
+
+table_index!(PermutedIndex);
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::index::HammingIndex;
 
     #[test]
     fn manku_layouts_have_the_papers_prefix_lengths() {
