@@ -521,13 +521,24 @@ async fn get_record(
     State(app): State<App>,
     id: Result<Path<String>, PathRejection>,
 ) -> Result<Json<Value>, ApiError> {
+    read_by_id(&app, id, |d, id| {
+        d.record(id)
+            .map(|r| api::record_json(&r, d.cluster_of(id).as_ref()))
+    })
+    .await
+}
+
+/// What `view` shows of the record whose id the path names, read with the read lock;
+/// 404 naming the id when it shows nothing.
+async fn read_by_id(
+    app: &App,
+    id: Result<Path<String>, PathRejection>,
+    view: impl FnOnce(&Deduper<Box<dyn Store>>, &str) -> Option<Value> + Send + 'static,
+) -> Result<Json<Value>, ApiError> {
     let id = http::path_id(id)?;
-    let found = read(&app, Cost::Short, {
+    let found = read(app, Cost::Short, {
         let id = id.clone();
-        move |d| {
-            d.record(&id)
-                .map(|r| api::record_json(&r, d.cluster_of(&id).as_ref()))
-        }
+        move |d| view(d, &id)
     })
     .await?;
     found
@@ -559,15 +570,10 @@ async fn get_cluster(
     State(app): State<App>,
     id: Result<Path<String>, PathRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let id = http::path_id(id)?;
-    let found = read(&app, Cost::Short, {
-        let id = id.clone();
-        move |d| d.cluster_of(&id).map(|c| api::cluster_json(&c))
+    read_by_id(&app, id, |d, id| {
+        d.cluster_of(id).map(|c| api::cluster_json(&c))
     })
-    .await?;
-    found
-        .map(Json)
-        .ok_or_else(|| ApiError::not_found("record", &id))
+    .await
 }
 
 async fn get_merges(
