@@ -1,0 +1,168 @@
+//! [`DeduperBuilder`]: opens a [`Deduper`] over a store, checks the store's profile and
+//! rebuilds the in-memory state and the index from what the store holds.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::analyze::next_generation;
+use super::boilerplate::HostState;
+use super::{sets, Deduper, FastMap, Rule, ShortText};
+use crate::fingerprint::SimHasher;
+use crate::index::AutoIndex;
+use crate::store::{Features, Store};
+use crate::text::{Boilerplate, TokenRule};
+use crate::{Error, Result};
+
+/// Builds a [`Deduper`].
+#[derive(Debug, Clone)]
+pub struct DeduperBuilder {
+    hasher: SimHasher,
+    rule: Rule,
+    expected_records: u64,
+    set_cache_bytes: u64,
+}
+
+/// How much memory the verification sets read back from a store may keep by default.
+pub const DEFAULT_SET_CACHE_BYTES: u64 = 256 << 20;
+
+impl DeduperBuilder {
+    /// The fingerprint profile.
+    pub fn hasher(mut self, hasher: SimHasher) -> Self {
+        self.hasher = hasher;
+        self
+    }
+
+    /// The decision thresholds.
+    pub fn rule(mut self, rule: Rule) -> Self {
+        self.rule = rule;
+        self
+    }
+
+    /// How many records the index should be laid out for (beyond those stored).
+    pub fn expected_records(mut self, n: u64) -> Self {
+        self.expected_records = n;
+        self
+    }
+
+    /// How many bytes of verification sets read back from the store are kept in memory for
+    /// the next candidate that needs them (default [`DEFAULT_SET_CACHE_BYTES`]; 0 for none).
+    /// Unused with a store that keeps its sets in memory itself.
+    pub fn set_cache_bytes(mut self, bytes: u64) -> Self {
+        self.set_cache_bytes = bytes;
+        self
+    }
+
+    /// Opens the pipeline over `store`: checks the profile and rebuilds the index.
+    ///
+    /// # Errors
+    /// [`Error::ConfigMismatch`] when the store holds fingerprints of another profile;
+    /// [`Error::InvalidConfig`] for bad thresholds; store failures.
+    pub fn open<S: Store>(self, mut store: S) -> Result<Deduper<S>> {
+        self.rule.validate()?;
+        let short_hasher = match self.rule.short_text {
+            ShortText::ExactOnly => None,
+            ShortText::CharNgrams { width, .. } => Some(
+                SimHasher::builder()
+                    .tokens(TokenRule::Characters)
+                    .shingle_width(width)
+                    .bits(self.hasher.profile().bits())
+                    .build()?,
+            ),
+        };
+        let profiles = [
+            ("profile", Some(self.hasher.profile())),
+            (
+                "short_profile",
+                short_hasher.as_ref().map(SimHasher::profile),
+            ),
+        ];
+        for (key, profile) in profiles {
+            let current = profile.map_or_else(|| "exact-only".to_owned(), |p| p.to_string());
+            match store.meta(key)? {
+                Some(stored) if stored != current && !profile.is_some_and(|p| p.reads(&stored)) => {
+                    return Err(Error::ConfigMismatch { stored, current })
+                }
+                Some(_) => {}
+                None => store.set_meta(key, &current)?,
+            }
+        }
+        let mut stored = Vec::new();
+        store.load(&mut |r| stored.push(r))?;
+        let expected = self.expected_records.max(stored.len() as u64).max(1024);
+        let short_radius = match self.rule.short_text {
+            ShortText::CharNgrams { max_distance, .. } => max_distance,
+            ShortText::ExactOnly => 0,
+        };
+        let store_sets_in_memory = store.sets_in_memory();
+        let mut d = Deduper {
+            collect_pairs: false,
+            hasher: self.hasher,
+            short_hasher,
+            rule: self.rule,
+            store,
+            index_planned_for: expected,
+            index: AutoIndex::for_size(expected, self.rule.max_distance)?,
+            short_index: AutoIndex::for_size(1024, short_radius)?,
+            short_planned_for: 1024,
+            meta: FastMap::with_capacity_and_hasher(stored.len(), Default::default()),
+            by_id: FastMap::with_capacity_and_hasher(stored.len(), Default::default()),
+            by_content: FastMap::with_capacity_and_hasher(stored.len(), Default::default()),
+            by_text: FastMap::default(),
+            members: FastMap::default(),
+            radius: FastMap::default(),
+            hosts: HashMap::new(),
+            furniture: Arc::default(),
+            generation: next_generation(),
+            next_handle: 1,
+            sets: sets::Sets::new(if store_sets_in_memory {
+                0
+            } else {
+                self.set_cache_bytes
+            }),
+            group: Vec::new(),
+            group_fps: Vec::new(),
+            window_queue: None,
+            poisoned: false,
+            behind: None,
+        };
+        let (mut words, mut chars) = (Vec::new(), Vec::new());
+        for r in stored {
+            d.next_handle = d.next_handle.max(r.handle + 1);
+            d.remember(&r);
+            if !d.indexes(r.handle, r.content_hash) {
+                continue;
+            }
+            match r.features {
+                Features::Words => words.push((r.handle, r.fingerprint as u64)),
+                Features::Chars => chars.push((r.handle, r.fingerprint as u64)),
+                Features::ExactOnly => {}
+            }
+        }
+        if chars.len() > 1024 {
+            d.short_planned_for = chars.len() as u64 * 2;
+            d.short_index = AutoIndex::for_size(d.short_planned_for, short_radius)?;
+        }
+        d.index.extend(words)?;
+        d.short_index.extend(chars)?;
+        for (host, b) in d.store.boilerplate()? {
+            let set = Arc::new(Boilerplate::from_hashes(b.shingles.iter().copied()));
+            d.hosts.insert(host, HostState { stored: b, set });
+        }
+        d.furnish();
+        Ok(d)
+    }
+}
+
+impl Deduper<crate::store::MemoryStore> {
+    /// A builder with the default profile and rule.
+    pub fn builder() -> DeduperBuilder {
+        DeduperBuilder {
+            hasher: SimHasher::builder()
+                .build()
+                .expect("the default profile is valid"),
+            rule: Rule::default(),
+            expected_records: 0,
+            set_cache_bytes: DEFAULT_SET_CACHE_BYTES,
+        }
+    }
+}

@@ -1,0 +1,263 @@
+//! Deciding and committing a batch: with the store's lock (changes other processes
+//! committed are applied first), or decided on what this deduper holds and committed
+//! behind, while the caller prepares the next batch.
+
+use std::sync::Arc;
+
+use super::analyze::{next_generation, Analysed};
+use super::boilerplate::HostState;
+use super::{Deduper, Outcome, PreparedRecord};
+use crate::record::{Record, Timestamp};
+use crate::store::{Batch, Store};
+use crate::text::Boilerplate;
+use crate::{Error, Result};
+
+impl<S: Store> Deduper<S> {
+    /// Sets a store meta value of the caller's own (a key not used by neardup itself, such
+    /// as `cli.defaults`), once every batch handed to the store is committed.
+    ///
+    /// # Errors
+    /// A failed commit still in flight; store failures.
+    pub fn set_store_meta(&mut self, key: &str, value: &str) -> Result<()> {
+        self.wait_committed()?;
+        self.store.set_meta(key, value)
+    }
+
+    /// Runs one decide-and-commit cycle with exclusive access to the store: the store's lock
+    /// is taken, changes other processes committed are applied first, `f` decides into a
+    /// batch, and the batch is committed before the lock is released. Stores written by one
+    /// process make the lock and the sync no-ops.
+    pub(super) fn exclusive<T>(
+        &mut self,
+        f: impl FnOnce(&mut Self, &mut Batch) -> Result<T>,
+    ) -> Result<T> {
+        self.check()?;
+        self.wait_committed()?;
+        self.store.lock()?;
+        let result = self.sync_remote().and_then(|()| {
+            let mut batch = Batch::default();
+            let out = f(self, &mut batch)?;
+            self.commit(batch)?;
+            Ok(out)
+        });
+        if result.is_err() {
+            // Memory may hold decisions the store does not: refuse further work.
+            self.poisoned = true;
+        }
+        let unlocked = self.store.unlock();
+        let out = result?;
+        unlocked?;
+        Ok(out)
+    }
+
+    /// Applies batches committed by other processes since this one last synchronised.
+    fn sync_remote(&mut self) -> Result<()> {
+        let mut remote = Vec::new();
+        self.store.sync(&mut |b| remote.push(b))?;
+        for batch in remote {
+            self.apply_remote(batch)?;
+        }
+        Ok(())
+    }
+
+    /// Brings memory up to date with a batch another process committed. Idempotent.
+    fn apply_remote(&mut self, batch: Batch) -> Result<()> {
+        for n in &batch.records {
+            let r = &n.record;
+            if self.meta.contains_key(&r.handle) {
+                continue;
+            }
+            self.next_handle = self.next_handle.max(r.handle + 1);
+            self.remember(r);
+            if self.indexes(r.handle, r.content_hash) {
+                self.index_record(r.handle)?;
+            }
+        }
+        for &h in &batch.erase {
+            self.forget(h, &mut Batch::default())?;
+        }
+        for &(h, survivor) in &batch.survivor_updates {
+            self.set_survivor(h, survivor);
+        }
+        if !batch.boilerplate.is_empty() {
+            for (host, b) in batch.boilerplate {
+                let set = Arc::new(Boilerplate::from_hashes(b.shingles.iter().copied()));
+                self.hosts.insert(host, HostState { stored: b, set });
+                self.generation = next_generation();
+            }
+            self.furnish();
+        }
+        Ok(())
+    }
+
+    /// Moves record `h` into the cluster of `survivor`.
+    fn set_survivor(&mut self, h: u64, survivor: u64) {
+        let Some(m) = self.meta.get_mut(&h) else {
+            return;
+        };
+        let old = std::mem::replace(&mut m.survivor, survivor);
+        self.radius.remove(&old);
+        self.radius.remove(&survivor);
+        if let Some(v) = self.members.get_mut(&old) {
+            v.retain(|&x| x != h);
+            if v.is_empty() {
+                self.members.remove(&old);
+            }
+        }
+        let v = self.members.entry(survivor).or_default();
+        if !v.contains(&h) {
+            v.push(h);
+        }
+    }
+
+    fn check(&self) -> Result<()> {
+        if self.poisoned {
+            Err(Error::Poisoned)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn commit(&mut self, batch: Batch) -> Result<()> {
+        match self.store.commit(&batch) {
+            Ok(()) => {
+                self.sets.committed();
+                Ok(())
+            }
+            Err(e) => {
+                self.poisoned = true;
+                Err(e)
+            }
+        }
+    }
+
+    /// Deduplicates a batch of records against the store and each other, in order, and
+    /// commits the result atomically.
+    ///
+    /// A record whose id is already stored with the same text is reported as
+    /// [`Decision::AlreadyStored`] (so an interrupted run can simply be run again); with
+    /// different text it is rejected.
+    ///
+    /// # Errors
+    /// Store and index failures. After a failed commit the deduper refuses further work
+    /// ([`Error::Poisoned`]): reopen the store to continue from its last committed state.
+    pub fn process(&mut self, records: &[Record], now: Timestamp) -> Result<Vec<Outcome>> {
+        self.check()?;
+        let prepared = self.analyzer_ref().prepare(records);
+        self.process_prepared(records, prepared, now)
+    }
+
+    /// Whether [`process_prepared_behind`](Self::process_prepared_behind) decides on what
+    /// this deduper holds and commits behind; if not, it is
+    /// [`process_prepared`](Self::process_prepared), which first catches up with other
+    /// processes' commits (and so may find their boilerplate).
+    pub fn commits_behind(&self) -> bool {
+        self.store.commits_behind()
+    }
+
+    /// Decides and commits records analysed by [`Analyzer::prepare`] (of this deduper's
+    /// profile), exactly as [`process`](Self::process) would.
+    ///
+    /// # Errors
+    /// As [`process`](Self::process).
+    ///
+    /// # Panics
+    /// When `prepared` does not have one entry per record.
+    pub fn process_prepared(
+        &mut self,
+        records: &[Record],
+        prepared: Vec<PreparedRecord>,
+        now: Timestamp,
+    ) -> Result<Vec<Outcome>> {
+        assert_eq!(records.len(), prepared.len(), "one analysis per record");
+        self.check()?;
+        self.exclusive(|d, batch| {
+            // After the sync: boilerplate another process committed may have changed.
+            let prepared: Vec<Analysed> = records
+                .iter()
+                .zip(prepared)
+                .map(|(r, p)| d.current(r, p))
+                .collect();
+            d.grow_index_for(records.len())?;
+            d.decide_all(records, prepared, now, batch)
+        })
+    }
+
+    /// [`process_prepared`](Self::process_prepared) with the commit behind: the batch is
+    /// decided, the batch of the call before is waited for, and this one is handed to the
+    /// store, which commits it while the caller prepares and decides the next one (with
+    /// SQLite, on a thread of its own; with other stores, before this returns). The
+    /// outcomes answered are durable once the next call (or
+    /// [`wait_committed`](Self::wait_committed)) returns: write them out then, not before.
+    ///
+    /// The batch is decided without the store's lock, on what this deduper holds; the
+    /// store commits it only if no other process wrote meanwhile. If one did,
+    /// [`Error::Conflict`]: nothing of the batch was written, this deduper refuses further
+    /// work ([`Error::Poisoned`]), and the records of the batches not yet confirmed are to
+    /// be processed again by a deduper opened anew over the store.
+    ///
+    /// # Errors
+    /// As [`process_prepared`](Self::process_prepared) (for this batch or the one before),
+    /// and [`Error::Conflict`].
+    ///
+    /// # Panics
+    /// When `prepared` does not have one entry per record.
+    pub fn process_prepared_behind(
+        &mut self,
+        records: &[Record],
+        prepared: Vec<PreparedRecord>,
+        now: Timestamp,
+    ) -> Result<Vec<Outcome>> {
+        if !self.store.commits_behind() {
+            return self.process_prepared(records, prepared, now);
+        }
+        assert_eq!(records.len(), prepared.len(), "one analysis per record");
+        self.check()?;
+        let mut batch = Batch::default();
+        let decided = (|| {
+            let prepared: Vec<Analysed> = records
+                .iter()
+                .zip(prepared)
+                .map(|(r, p)| self.current(r, p))
+                .collect();
+            self.grow_index_for(records.len())?;
+            self.decide_all(records, prepared, now, &mut batch)
+        })();
+        let outcomes = match decided {
+            Ok(outcomes) => outcomes,
+            Err(e) => {
+                self.poisoned = true;
+                return Err(e);
+            }
+        };
+        self.wait_committed()?;
+        if let Err(e) = self.store.commit_behind(batch) {
+            self.poisoned = true;
+            return Err(e);
+        }
+        self.behind = Some(self.next_handle);
+        Ok(outcomes)
+    }
+
+    /// Waits until the batch [`process_prepared_behind`](Self::process_prepared_behind)
+    /// handed to the store last is committed; nothing to wait for is no error.
+    ///
+    /// # Errors
+    /// That batch's, as [`process_prepared_behind`](Self::process_prepared_behind)
+    /// describes; this deduper then refuses further work.
+    pub fn wait_committed(&mut self) -> Result<()> {
+        let Some(bound) = self.behind.take() else {
+            return Ok(());
+        };
+        match self.store.wait_behind() {
+            Ok(()) => {
+                self.sets.committed_before(bound);
+                Ok(())
+            }
+            Err(e) => {
+                self.poisoned = true;
+                Err(e)
+            }
+        }
+    }
+}
