@@ -3,7 +3,7 @@
 
 use super::analyze::Prepared;
 use super::candidates::cannot_reach;
-use super::{Deduper, FastMap, MergeRule};
+use super::{Deduper, FastMap, Linkage, MergeRule, ShortText};
 use crate::record::Timestamp;
 use crate::store::{Batch, Features, MergeLogEntry, Store};
 use crate::verify::{id_jaccard, Scores};
@@ -337,6 +337,27 @@ impl<S: Store> Deduper<S> {
         Ok(linkage)
     }
 
+    /// What a record of `features` must have with a cluster's members to join it, under the
+    /// rule's linkage (see [`Link`]).
+    pub(super) fn link_for(&self, features: Features) -> Link {
+        match (features, self.rule.short_text) {
+            _ if self.rule.linkage == Linkage::Single => Link {
+                floor: self.rule.chain_floor,
+                ..Link::SINGLE
+            },
+            (Features::Chars, ShortText::CharNgrams { min_jaccard, .. }) => Link {
+                floor: min_jaccard,
+                verify: min_jaccard,
+                quorum: 0.0,
+            },
+            _ => Link {
+                floor: self.rule.min_cluster_jaccard,
+                verify: self.rule.min_jaccard,
+                quorum: self.rule.cluster_quorum,
+            },
+        }
+    }
+
     /// Fuses with the cluster of the record `id` just joined each cluster it also verified
     /// against (`fusable`, best match first) whose members all link to all of its own (same
     /// features, Jaccard at least the linkage threshold): the record bridges them, and
@@ -370,17 +391,8 @@ impl<S: Store> Deduper<S> {
             } else {
                 (b, a, h)
             };
-            let entry = MergeLogEntry {
-                kept: self.meta[&winner].id.to_string(),
-                merged: self.meta[&loser].id.to_string(),
-                merged_fingerprint: self.fingerprint_hex(self.meta[&loser].fingerprint),
-                rule: fusable.rule.as_str().into(),
-                distance: scores.distance,
-                jaccard: scores.jaccard,
-                matched: self.meta[&matched].id.to_string(),
-                source_urls: self.own_urls(loser),
-                at: now.to_rfc3339(),
-            };
+            let entry =
+                self.merge_entry(winner, loser, matched, fusable.rule.as_str(), scores, now);
             let moved = self.members.remove(&loser).unwrap_or_default();
             for &m in &moved {
                 self.meta.get_mut(&m).expect("member is stored").survivor = winner;

@@ -6,9 +6,9 @@ use rayon::prelude::*;
 
 use super::analyze::{with_scratch, Analysed, Prepared, TextEntry};
 use super::candidates::{Presearched, Scored, MAX_LOGGED_REJECTIONS};
-use super::cluster::{Bound, Fusable, Link, Linked};
+use super::cluster::{Bound, Fusable, Linked};
 use super::sets::Set;
-use super::{Decision, Deduper, FastSet, Linkage, MergeRule, ShortText};
+use super::{Decision, Deduper, FastSet, MergeRule};
 use crate::record::{Record, Timestamp};
 use crate::store::{
     Arrival, Batch, Features, MergeLogEntry, NewRecord, Rejection, Store, StoredRecord,
@@ -149,18 +149,12 @@ impl<S: Store> Deduper<S> {
         for (record, prepared) in records.iter().zip(prepared) {
             let found = found.next().flatten();
             let outcome = match self.settle(record, prepared)? {
-                Err(reason) => Outcome {
-                    id: record.id.clone(),
-                    decision: Decision::Rejected { reason },
-                    fingerprint: None,
-                    merges: Vec::new(),
-                    fused: 0,
-                    shingles: 0,
-                    boilerplate_removed: 0,
-                    language: None,
-                    host: record.effective_host(),
-                    pairs: Vec::new(),
-                },
+                Err(reason) => Report::rejected(record).outcome(
+                    record,
+                    Decision::Rejected { reason },
+                    Vec::new(),
+                    Vec::new(),
+                ),
                 Ok(p) => self.decide(record, p, found, now, batch)?,
             };
             outcomes.push(outcome);
@@ -225,8 +219,10 @@ impl<S: Store> Deduper<S> {
         Ok(outcome)
     }
 
-    /// Decides one record; leaves in `fusable` the verified matches in clusters it did not
-    /// try to join (it joined one before them).
+    /// Decides one record: matched (exact tier, then verified candidates whose cluster it
+    /// links to), stored, and merged into the cluster of its match, whose survivor it may
+    /// displace. Leaves in `fusable` the verified matches in clusters it did not try to join
+    /// (it joined one before them).
     fn decide_record(
         &mut self,
         record: &Record,
@@ -236,64 +232,28 @@ impl<S: Store> Deduper<S> {
         batch: &mut Batch,
         fusable: &mut Option<Fusable>,
     ) -> Result<Outcome> {
-        let fingerprint = self.fingerprint_hex(p.fingerprint);
-        let (shingles, boilerplate_removed) = (p.shingle_count, p.boilerplate_removed);
-        let language = p.language.map(str::to_owned);
-        let host = p.host.take();
+        let report = Report {
+            fingerprint: Some(self.fingerprint_hex(p.fingerprint)),
+            shingles: p.shingle_count,
+            boilerplate_removed: p.boilerplate_removed,
+            language: p.language.map(str::to_owned),
+            host: p.host.take(),
+        };
         if let Some(&h) = self.by_id.get(record.id.as_str()) {
-            let meta = &self.meta[&h];
-            let decision = if meta.content_hash == p.content_hash {
-                Decision::AlreadyStored {
-                    survivor: self.meta[&meta.survivor].id.to_string(),
-                }
-            } else {
-                Decision::Rejected {
-                    reason: format!(
-                        "duplicate id with different text: {:?} is already stored with another text (ids must be unique; the stored record is kept as it is)",
-                        record.id
-                    ),
-                }
-            };
-            return Ok(Outcome {
-                id: record.id.clone(),
-                decision,
-                fingerprint: Some(fingerprint),
-                merges: Vec::new(),
-                fused: 0,
-                shingles,
-                boilerplate_removed,
-                language,
-                host,
-                pairs: Vec::new(),
-            });
+            let decision = self.id_taken(record, &p, h);
+            return Ok(report.outcome(record, decision, Vec::new(), Vec::new()));
         }
-        let first_seen = record.first_seen.unwrap_or(now);
         let too_short = p.tokens < self.rule.min_words;
         let features = self.features_of(&p);
-        let near_rule = if features == Features::Chars {
-            MergeRule::CharsJaccard
-        } else {
-            MergeRule::SimhashJaccard
-        };
 
         // The exact tier, then SimHash candidates with verification.
-        let mut matched: Option<(u64, MergeRule, Scores)> = None;
-        let mut linkage: Option<Linked> = None;
         let mut pairs: Vec<VerifiedPair> = Vec::new();
-        if let Some(&h) = self.by_content.get(&p.content_hash) {
-            let distance = (self.meta[&h].fingerprint ^ p.fingerprint).count_ones();
-            let scores = Scores {
-                distance,
-                jaccard: 1.0,
-            };
-            matched = Some((h, MergeRule::Exact, scores));
+        let matched = if let Some(&h) = self.by_content.get(&p.content_hash) {
+            let matched = self.exact_match(&p, h)?;
             if self.collect_pairs {
-                pairs.push(VerifiedPair {
-                    other: self.meta[&h].id.to_string(),
-                    rule: MergeRule::Exact,
-                    scores,
-                });
+                pairs.push(self.verified_pair(h, MergeRule::Exact, matched.scores));
             }
+            Some(matched)
         } else if features != Features::ExactOnly {
             let (ok, failed) = match found {
                 Some(Presearched { hits, known }) => {
@@ -303,94 +263,192 @@ impl<S: Store> Deduper<S> {
                 None => self.verify_candidates(&p)?,
             };
             if self.collect_pairs {
-                pairs.extend(ok.iter().map(|&(h, scores)| VerifiedPair {
-                    other: self.meta[&h].id.to_string(),
-                    rule: near_rule,
-                    scores,
-                }));
+                let rule = near_rule(features);
+                pairs.extend(ok.iter().map(|&(h, s)| self.verified_pair(h, rule, s)));
             }
-            for (h, s) in failed.iter().take(MAX_LOGGED_REJECTIONS) {
-                batch.rejections.push(Rejection {
-                    record: record.id.clone(),
-                    candidate: self.meta[h].id.to_string(),
-                    distance: s.distance,
-                    jaccard: s.jaccard,
-                });
-            }
-            // Complete linkage: the record joins the cluster of its best verified match
-            // only if it verifies against every member, so no pair inside a cluster falls
-            // below the threshold through chaining (A~B and B~C but not A~C). Otherwise the
-            // next candidate's cluster is tried.
-            let link = match (features, self.rule.short_text) {
-                _ if self.rule.linkage == Linkage::Single => Link {
-                    floor: self.rule.chain_floor,
-                    ..Link::SINGLE
-                },
-                (Features::Chars, ShortText::CharNgrams { min_jaccard, .. }) => Link {
-                    floor: min_jaccard,
-                    verify: min_jaccard,
-                    quorum: 0.0,
-                },
-                _ => Link {
-                    floor: self.rule.min_cluster_jaccard,
-                    verify: self.rule.min_jaccard,
-                    quorum: self.rule.cluster_quorum,
-                },
-            };
-            let mut scored: Scored = ok.iter().chain(&failed).copied().collect();
-            scored.sort_unstable_by_key(|&(h, _)| h);
-            let mut tried: FastSet<u64> = Default::default();
-            for (i, &(h, s)) in ok.iter().enumerate() {
-                let survivor = self.meta[&h].survivor;
-                if !tried.insert(survivor) {
-                    continue;
-                }
-                let l = self.links_to_all(&p, survivor, link, &scored)?;
-                self.learn_bounds(survivor, &l.learned);
-                if l.linked {
-                    matched = Some((h, near_rule, s));
-                    linkage = Some(l);
-                    // Matches in clusters not tried: candidates to fuse with the one joined.
-                    *fusable = Some(Fusable {
-                        matches: ok[i + 1..]
-                            .iter()
-                            .filter(|(h, _)| !tried.contains(&self.meta[h].survivor))
-                            .copied()
-                            .collect(),
-                        link,
-                        features,
-                        rule: near_rule,
-                    });
-                    break;
-                }
-            }
-        }
-        // The record's distance to its new survivor, bounded: measured by complete linkage,
-        // or for an exact copy, that of the record it copies.
-        let to_survivor = match (&matched, &linkage) {
-            (Some((h, MergeRule::Exact, _)), _) => self.exact_copy_distance(&p, *h)?,
-            (Some(_), Some(l)) => l.to_survivor,
-            _ => None,
+            self.log_rejections(record, &failed, batch);
+            self.join_cluster(&p, features, &ok, &failed, fusable)?
+        } else {
+            None
         };
 
+        let (handle, survivor) =
+            self.store_record(record, p, matched.as_ref(), report.host.clone(), now, batch)?;
+        let Some(matched) = matched else {
+            let decision = Decision::Kept {
+                too_short,
+                displaced: None,
+                joined: None,
+            };
+            return Ok(report.outcome(record, decision, Vec::new(), pairs));
+        };
+        let rule = matched.rule.as_str();
+        // The survivor is the earliest first seen; ties go to the smallest id.
+        let (new, old) = (&self.meta[&handle], &self.meta[&survivor]);
+        if (new.first_seen, &*new.id) < (old.first_seen, &*old.id) {
+            self.displace_survivor(handle, survivor, &matched.linkage, batch);
+            let entry =
+                self.merge_entry(handle, survivor, matched.handle, rule, matched.scores, now);
+            batch.merges.push(entry.clone());
+            let decision = Decision::Kept {
+                too_short,
+                displaced: Some(entry.merged.clone()),
+                joined: Some((matched.rule, matched.scores, entry.matched.clone())),
+            };
+            return Ok(report.outcome(record, decision, vec![entry], pairs));
+        }
+        // `remember` already added the record to its survivor's members.
+        let entry = self.merge_entry(survivor, handle, matched.handle, rule, matched.scores, now);
+        batch.merges.push(entry.clone());
+        let decision = Decision::Merged {
+            survivor: entry.kept.clone(),
+            matched: entry.matched.clone(),
+            rule: matched.rule,
+            scores: matched.scores,
+        };
+        Ok(report.outcome(record, decision, vec![entry], pairs))
+    }
+
+    /// The decision for a record whose id is stored already (as `h`): with the same text
+    /// it is stored already, with another it is rejected.
+    fn id_taken(&self, record: &Record, p: &Prepared, h: u64) -> Decision {
+        let meta = &self.meta[&h];
+        if meta.content_hash == p.content_hash {
+            Decision::AlreadyStored {
+                survivor: self.meta[&meta.survivor].id.to_string(),
+            }
+        } else {
+            Decision::Rejected {
+                reason: format!(
+                    "duplicate id with different text: {:?} is already stored with another text (ids must be unique; the stored record is kept as it is)",
+                    record.id
+                ),
+            }
+        }
+    }
+
+    /// The match of a record whose text the stored record `h` has (the exact tier).
+    fn exact_match(&self, p: &Prepared, h: u64) -> Result<Matched> {
+        let distance = (self.meta[&h].fingerprint ^ p.fingerprint).count_ones();
+        Ok(Matched {
+            handle: h,
+            rule: MergeRule::Exact,
+            scores: Scores {
+                distance,
+                jaccard: 1.0,
+            },
+            linkage: Linked {
+                linked: true,
+                to_survivor: self.exact_copy_distance(p, h)?,
+                ..Linked::default()
+            },
+        })
+    }
+
+    /// A pair the arriving record verified against the stored record `h`, for
+    /// [`Outcome::pairs`].
+    fn verified_pair(&self, h: u64, rule: MergeRule, scores: Scores) -> VerifiedPair {
+        VerifiedPair {
+            other: self.meta[&h].id.to_string(),
+            rule,
+            scores,
+        }
+    }
+
+    /// Logs the nearest candidates that failed verification ([`MAX_LOGGED_REJECTIONS`]).
+    fn log_rejections(&self, record: &Record, failed: &Scored, batch: &mut Batch) {
+        for (h, s) in failed.iter().take(MAX_LOGGED_REJECTIONS) {
+            batch.rejections.push(Rejection {
+                record: record.id.clone(),
+                candidate: self.meta[h].id.to_string(),
+                distance: s.distance,
+                jaccard: s.jaccard,
+            });
+        }
+    }
+
+    /// The verified candidate (of `ok`, best first) whose cluster the record joins, if any.
+    /// Complete linkage: the record joins the cluster of its best verified match only if it
+    /// verifies against every member, so no pair inside a cluster falls below the threshold
+    /// through chaining (A~B and B~C but not A~C). Otherwise the next candidate's cluster is
+    /// tried. Leaves in `fusable` the matches in clusters not tried.
+    fn join_cluster(
+        &mut self,
+        p: &Prepared,
+        features: Features,
+        ok: &Scored,
+        failed: &Scored,
+        fusable: &mut Option<Fusable>,
+    ) -> Result<Option<Matched>> {
+        let link = self.link_for(features);
+        let rule = near_rule(features);
+        let mut scored: Scored = ok.iter().chain(failed).copied().collect();
+        scored.sort_unstable_by_key(|&(h, _)| h);
+        let mut tried: FastSet<u64> = Default::default();
+        for (i, &(h, s)) in ok.iter().enumerate() {
+            let survivor = self.meta[&h].survivor;
+            if !tried.insert(survivor) {
+                continue;
+            }
+            let l = self.links_to_all(p, survivor, link, &scored)?;
+            self.learn_bounds(survivor, &l.learned);
+            if l.linked {
+                // Matches in clusters not tried: candidates to fuse with the one joined.
+                *fusable = Some(Fusable {
+                    matches: ok[i + 1..]
+                        .iter()
+                        .filter(|(h, _)| !tried.contains(&self.meta[h].survivor))
+                        .copied()
+                        .collect(),
+                    link,
+                    features,
+                    rule,
+                });
+                return Ok(Some(Matched {
+                    handle: h,
+                    rule,
+                    scores: s,
+                    linkage: l,
+                }));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Stores a decided record: a new handle, in the cluster of the record it `matched` (or
+    /// one of its own), with its bound to the survivor, in the index, its set kept and the
+    /// whole in `batch`. Answers its handle and its survivor.
+    fn store_record(
+        &mut self,
+        record: &Record,
+        p: Prepared,
+        matched: Option<&Matched>,
+        host: Option<String>,
+        now: Timestamp,
+        batch: &mut Batch,
+    ) -> Result<(u64, u64)> {
+        let features = self.features_of(&p);
         let handle = self.next_handle;
         self.next_handle += 1;
-        let arrival = match (&matched, too_short) {
-            (Some((_, MergeRule::Exact, _)), _) => Arrival::Exact,
-            (Some(_), _) => Arrival::Near,
-            (None, true) => Arrival::TooShort,
-            (None, false) => Arrival::New,
+        let arrival = match matched {
+            Some(m) if m.rule == MergeRule::Exact => Arrival::Exact,
+            Some(_) => Arrival::Near,
+            None if p.tokens < self.rule.min_words => Arrival::TooShort,
+            None => Arrival::New,
         };
+        // The record's distance to its new survivor, bounded: measured by complete linkage,
+        // or for an exact copy, that of the record it copies.
+        let to_survivor = matched.and_then(|m| m.linkage.to_survivor);
         let indexed = features != Features::ExactOnly;
-        let survivor = matched.map_or(handle, |(h, _, _)| self.meta[&h].survivor);
+        let survivor = matched.map_or(handle, |m| self.meta[&m.handle].survivor);
         let stored = StoredRecord {
             handle,
             id: record.id.clone(),
             fingerprint: p.fingerprint,
             content_hash: p.content_hash,
             url: record.url.clone(),
-            host: host.clone(),
-            first_seen,
+            host,
+            first_seen: record.first_seen.unwrap_or(now),
             retention_class: record.retention_class.clone(),
             survivor,
             arrival,
@@ -438,130 +496,111 @@ impl<S: Store> Deduper<S> {
             record: stored,
             shingles: if indexed { p.shingles } else { Set::default() },
         });
+        Ok((handle, survivor))
+    }
 
-        let Some((matched_handle, rule, scores)) = matched else {
-            return Ok(Outcome {
-                id: record.id.clone(),
-                decision: Decision::Kept {
-                    too_short,
-                    displaced: None,
-                    joined: None,
-                },
-                fingerprint: Some(fingerprint),
-                merges: Vec::new(),
-                fused: 0,
-                shingles,
-                boilerplate_removed,
-                language,
-                host,
-                pairs: std::mem::take(&mut pairs),
-            });
-        };
-        let matched_id = self.meta[&matched_handle].id.to_string();
-        let at = now.to_rfc3339();
-        // The survivor is the earliest first seen; ties go to the smallest id.
-        let old = &self.meta[&survivor];
-        let displaces = (first_seen, record.id.as_str()) < (old.first_seen, &*old.id);
-        if displaces {
-            let old_id = old.id.to_string();
-            let old_fp = self.fingerprint_hex(old.fingerprint);
-            let old_urls = self.own_urls(survivor);
-            let mut moved = self.members.remove(&survivor).unwrap_or_default();
-            moved.retain(|&h| h != handle);
-            // Bounds to the new survivor: a member's distance to it is at most its distance
-            // to the old survivor plus the old survivor's to it, or what linkage measured.
-            let compared = linkage.as_ref().map_or(&[][..], |l| &l.compared[..]);
-            self.radius.remove(&survivor);
-            let mut radius = Some(0.0f32);
-            for &m in &moved {
-                let measured = compared
-                    .binary_search_by_key(&m, |&(h, _)| h)
-                    .ok()
-                    .map(|at| compared[at].1);
-                let through = to_survivor
-                    .zip(self.bound_to_survivor(m))
-                    .map(|(a, b)| a + b);
-                let bound = match (measured, through) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                };
-                let meta = self.meta.get_mut(&m).expect("member is stored");
-                meta.survivor = handle;
-                meta.bound = bound.map_or(Bound::NONE, |d| Bound::new(handle, d));
-                if meta.features == features {
-                    radius = bound.and(radius).map(|r| r.max(meta.bound.distance));
-                }
-                batch.survivor_updates.push((m, handle));
-            }
-            self.meta.get_mut(&handle).expect("just stored").survivor = handle;
-            if let Some(n) = batch.records.last_mut() {
-                n.record.survivor = handle;
-            }
-            moved.push(handle);
-            self.members.insert(handle, moved);
-            match radius {
-                Some(r) => self.radius.insert(handle, r),
-                None => self.radius.remove(&handle),
+    /// Makes the record just stored as `handle` the survivor of the cluster of `old`, which
+    /// it joined (it was first seen earlier), with each member's bound to it: a member's
+    /// distance to it is at most its distance to the old survivor plus the old survivor's to
+    /// it, or what `linkage` measured.
+    fn displace_survivor(&mut self, handle: u64, old: u64, linkage: &Linked, batch: &mut Batch) {
+        let features = self.meta[&handle].features;
+        let to_survivor = linkage.to_survivor;
+        let compared = &linkage.compared[..];
+        let mut moved = self.members.remove(&old).unwrap_or_default();
+        moved.retain(|&h| h != handle);
+        self.radius.remove(&old);
+        let mut radius = Some(0.0f32);
+        for &m in &moved {
+            let measured = compared
+                .binary_search_by_key(&m, |&(h, _)| h)
+                .ok()
+                .map(|at| compared[at].1);
+            let through = to_survivor
+                .zip(self.bound_to_survivor(m))
+                .map(|(a, b)| a + b);
+            let bound = match (measured, through) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
             };
-            let entry = MergeLogEntry {
-                kept: record.id.clone(),
-                merged: old_id.clone(),
-                merged_fingerprint: old_fp,
-                rule: rule.as_str().into(),
-                distance: scores.distance,
-                jaccard: scores.jaccard,
-                matched: matched_id,
-                source_urls: old_urls,
-                at,
-            };
-            batch.merges.push(entry.clone());
-            return Ok(Outcome {
-                id: record.id.clone(),
-                decision: Decision::Kept {
-                    too_short,
-                    displaced: Some(old_id),
-                    joined: Some((rule, scores, entry.matched.clone())),
-                },
-                fingerprint: Some(fingerprint),
-                merges: vec![entry],
-                fused: 0,
-                shingles,
-                boilerplate_removed,
-                language,
-                host,
-                pairs: std::mem::take(&mut pairs),
-            });
+            let meta = self.meta.get_mut(&m).expect("member is stored");
+            meta.survivor = handle;
+            meta.bound = bound.map_or(Bound::NONE, |d| Bound::new(handle, d));
+            if meta.features == features {
+                radius = bound.and(radius).map(|r| r.max(meta.bound.distance));
+            }
+            batch.survivor_updates.push((m, handle));
         }
-        // `remember` already added the record to its survivor's members.
-        let survivor_id = self.meta[&survivor].id.to_string();
-        let entry = MergeLogEntry {
-            kept: survivor_id.clone(),
-            merged: record.id.clone(),
-            merged_fingerprint: fingerprint.clone(),
-            rule: rule.as_str().into(),
-            distance: scores.distance,
-            jaccard: scores.jaccard,
-            matched: matched_id.clone(),
-            source_urls: record.url.iter().cloned().collect(),
-            at,
+        self.meta.get_mut(&handle).expect("just stored").survivor = handle;
+        if let Some(n) = batch.records.last_mut() {
+            n.record.survivor = handle;
+        }
+        moved.push(handle);
+        self.members.insert(handle, moved);
+        match radius {
+            Some(r) => self.radius.insert(handle, r),
+            None => self.radius.remove(&handle),
         };
-        batch.merges.push(entry.clone());
-        Ok(Outcome {
+    }
+}
+
+/// The stored record a record matched, how, with which scores, and what complete linkage
+/// measured on the way (for an exact copy, only the distance to the survivor).
+struct Matched {
+    handle: u64,
+    rule: MergeRule,
+    scores: Scores,
+    linkage: Linked,
+}
+
+/// The rule a verified SimHash match of records of `features` merges under.
+fn near_rule(features: Features) -> MergeRule {
+    if features == Features::Chars {
+        MergeRule::CharsJaccard
+    } else {
+        MergeRule::SimhashJaccard
+    }
+}
+
+/// What an [`Outcome`] reports of a record's analysis, whatever was decided.
+struct Report {
+    fingerprint: Option<String>,
+    shingles: usize,
+    boilerplate_removed: usize,
+    language: Option<String>,
+    host: Option<String>,
+}
+
+impl Report {
+    /// What a record that cannot be used reports.
+    fn rejected(record: &Record) -> Report {
+        Report {
+            fingerprint: None,
+            shingles: 0,
+            boilerplate_removed: 0,
+            language: None,
+            host: record.effective_host(),
+        }
+    }
+
+    fn outcome(
+        self,
+        record: &Record,
+        decision: Decision,
+        merges: Vec<MergeLogEntry>,
+        pairs: Vec<VerifiedPair>,
+    ) -> Outcome {
+        Outcome {
             id: record.id.clone(),
-            decision: Decision::Merged {
-                survivor: survivor_id,
-                matched: matched_id,
-                rule,
-                scores,
-            },
-            fingerprint: Some(fingerprint),
-            merges: vec![entry],
+            decision,
+            fingerprint: self.fingerprint,
+            merges,
             fused: 0,
-            shingles,
-            boilerplate_removed,
-            language,
-            host,
+            shingles: self.shingles,
+            boilerplate_removed: self.boilerplate_removed,
+            language: self.language,
+            host: self.host,
             pairs,
-        })
+        }
     }
 }

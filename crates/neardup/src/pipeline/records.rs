@@ -9,7 +9,8 @@ use super::Deduper;
 use crate::fingerprint::FingerprintBits;
 use crate::index::HammingIndex;
 use crate::record::Timestamp;
-use crate::store::{Features, Store, StoredRecord};
+use crate::store::{Features, MergeLogEntry, Store, StoredRecord};
+use crate::verify::Scores;
 use crate::Result;
 
 /// What the pipeline keeps in memory per record.
@@ -138,5 +139,29 @@ impl<S: Store> Deduper<S> {
             .as_deref()
             .map(|u| vec![u.to_owned()])
             .unwrap_or_default()
+    }
+
+    /// The merge-log entry of the stored record `merged` joining the cluster of `kept`
+    /// (its survivor), through the match with `matched`, at `now`.
+    pub(super) fn merge_entry(
+        &self,
+        kept: u64,
+        merged: u64,
+        matched: u64,
+        rule: &str,
+        scores: Scores,
+        now: Timestamp,
+    ) -> MergeLogEntry {
+        MergeLogEntry {
+            kept: self.meta[&kept].id.to_string(),
+            merged: self.meta[&merged].id.to_string(),
+            merged_fingerprint: self.fingerprint_hex(self.meta[&merged].fingerprint),
+            rule: rule.into(),
+            distance: scores.distance,
+            jaccard: scores.jaccard,
+            matched: self.meta[&matched].id.to_string(),
+            source_urls: self.own_urls(merged),
+            at: now.to_rfc3339(),
+        }
     }
 }

@@ -141,17 +141,8 @@ impl<S: Store> Deduper<S> {
                     self.members.insert(h, vec![h]);
                     self.meta.get_mut(&h).expect("stored").survivor = h;
                     batch.survivor_updates.push((h, h));
-                    batch.merges.push(MergeLogEntry {
-                        kept: self.meta[&old].id.to_string(),
-                        merged: record.clone(),
-                        merged_fingerprint: self.fingerprint_hex(self.meta[&h].fingerprint),
-                        rule: "reverted".into(),
-                        distance: scores.distance,
-                        jaccard: scores.jaccard,
-                        matched: self.meta[&old].id.to_string(),
-                        source_urls: self.own_urls(h),
-                        at: now.to_rfc3339(),
-                    });
+                    let entry = self.merge_entry(old, h, old, "reverted", *scores, now);
+                    batch.merges.push(entry);
                     applied += 1;
                 }
                 Change::Merge {
@@ -184,17 +175,9 @@ impl<S: Store> Deduper<S> {
                     }
                     self.members.insert(survivor, members);
                     let (kept, merged) = if a_survives { (a, target) } else { (target, a) };
-                    batch.merges.push(MergeLogEntry {
-                        kept: self.meta[&kept].id.to_string(),
-                        merged: self.meta[&merged].id.to_string(),
-                        merged_fingerprint: self.fingerprint_hex(self.meta[&merged].fingerprint),
-                        rule: MergeRule::SimhashJaccard.as_str().into(),
-                        distance: scores.distance,
-                        jaccard: scores.jaccard,
-                        matched: candidate.clone(),
-                        source_urls: self.own_urls(merged),
-                        at: now.to_rfc3339(),
-                    });
+                    let rule = MergeRule::SimhashJaccard.as_str();
+                    let entry = self.merge_entry(kept, merged, b, rule, *scores, now);
+                    batch.merges.push(entry);
                     applied += 1;
                 }
                 Change::Merge { .. } => {}
