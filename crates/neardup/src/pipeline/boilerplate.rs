@@ -16,6 +16,13 @@ pub(super) struct HostState {
     pub(super) set: Arc<Boilerplate>,
 }
 
+impl HostState {
+    pub(super) fn new(stored: HostBoilerplate) -> HostState {
+        let set = Arc::new(Boilerplate::from_hashes(stored.shingles.iter().copied()));
+        HostState { stored, set }
+    }
+}
+
 impl<S: Store> Deduper<S> {
     /// The boilerplate set of a host, if one was learned.
     pub fn boilerplate_of(&self, host: &str) -> Option<&Boilerplate> {
@@ -54,18 +61,17 @@ impl<S: Store> Deduper<S> {
                 merged.shingles.sort_unstable();
                 merged.shingles.dedup();
             }
-            let set = Arc::new(Boilerplate::from_hashes(merged.shingles.iter().copied()));
             batch.boilerplate.push((host.clone(), merged.clone()));
-            self.hosts.insert(
-                host,
-                HostState {
-                    stored: merged,
-                    set,
-                },
-            );
-            self.generation = next_generation();
+            self.set_host_boilerplate(host, merged);
         }
         self.furnish();
+    }
+
+    /// Installs `stored` as the boilerplate of `host`, which makes analyses made before
+    /// stale; [`furnish`](Self::furnish) once every host is in.
+    pub(super) fn set_host_boilerplate(&mut self, host: String, stored: HostBoilerplate) {
+        self.hosts.insert(host, HostState::new(stored));
+        self.generation = next_generation();
     }
 
     /// Rebuilds the furniture, the union of every host's boilerplate, which

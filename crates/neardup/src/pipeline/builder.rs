@@ -10,7 +10,7 @@ use super::{sets, Deduper, FastMap, Rule, ShortText};
 use crate::fingerprint::SimHasher;
 use crate::index::AutoIndex;
 use crate::store::{Features, Store};
-use crate::text::{Boilerplate, TokenRule};
+use crate::text::TokenRule;
 use crate::{Error, Result};
 
 /// Builds a [`Deduper`].
@@ -145,8 +145,7 @@ impl DeduperBuilder {
         d.index.extend(words)?;
         d.short_index.extend(chars)?;
         for (host, b) in d.store.boilerplate()? {
-            let set = Arc::new(Boilerplate::from_hashes(b.shingles.iter().copied()));
-            d.hosts.insert(host, HostState { stored: b, set });
+            d.hosts.insert(host, HostState::new(b));
         }
         d.furnish();
         Ok(d)

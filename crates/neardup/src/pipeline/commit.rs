@@ -2,14 +2,10 @@
 //! committed are applied first), or decided on what this deduper holds and committed
 //! behind, while the caller prepares the next batch.
 
-use std::sync::Arc;
-
-use super::analyze::{next_generation, Analysed};
-use super::boilerplate::HostState;
+use super::analyze::Analysed;
 use super::{Deduper, Outcome, PreparedRecord};
 use crate::record::{Record, Timestamp};
 use crate::store::{Batch, Store};
-use crate::text::Boilerplate;
 use crate::{Error, Result};
 
 impl<S: Store> Deduper<S> {
@@ -40,10 +36,7 @@ impl<S: Store> Deduper<S> {
             self.commit(batch)?;
             Ok(out)
         });
-        if result.is_err() {
-            // Memory may hold decisions the store does not: refuse further work.
-            self.poisoned = true;
-        }
+        let result = self.poison_on_error(result);
         let unlocked = self.store.unlock();
         let out = result?;
         unlocked?;
@@ -81,9 +74,7 @@ impl<S: Store> Deduper<S> {
         }
         if !batch.boilerplate.is_empty() {
             for (host, b) in batch.boilerplate {
-                let set = Arc::new(Boilerplate::from_hashes(b.shingles.iter().copied()));
-                self.hosts.insert(host, HostState { stored: b, set });
-                self.generation = next_generation();
+                self.set_host_boilerplate(host, b);
             }
             self.furnish();
         }
@@ -119,16 +110,19 @@ impl<S: Store> Deduper<S> {
     }
 
     fn commit(&mut self, batch: Batch) -> Result<()> {
-        match self.store.commit(&batch) {
-            Ok(()) => {
-                self.sets.committed();
-                Ok(())
-            }
-            Err(e) => {
-                self.poisoned = true;
-                Err(e)
-            }
+        let committed = self.store.commit(&batch);
+        self.poison_on_error(committed)?;
+        self.sets.committed();
+        Ok(())
+    }
+
+    /// `result`, after which this deduper refuses further work if it failed: memory may
+    /// hold decisions the store does not.
+    fn poison_on_error<T>(&mut self, result: Result<T>) -> Result<T> {
+        if result.is_err() {
+            self.poisoned = true;
         }
+        result
     }
 
     /// Deduplicates a batch of records against the store and each other, in order, and
@@ -171,16 +165,26 @@ impl<S: Store> Deduper<S> {
     ) -> Result<Vec<Outcome>> {
         assert_eq!(records.len(), prepared.len(), "one analysis per record");
         self.check()?;
-        self.exclusive(|d, batch| {
-            // After the sync: boilerplate another process committed may have changed.
-            let prepared: Vec<Analysed> = records
-                .iter()
-                .zip(prepared)
-                .map(|(r, p)| d.current(r, p))
-                .collect();
-            d.grow_index_for(records.len())?;
-            d.decide_all(records, prepared, now, batch)
-        })
+        // Decided after the sync: boilerplate another process committed may have changed.
+        self.exclusive(|d, batch| d.decide_batch(records, prepared, now, batch))
+    }
+
+    /// Decides `records` into `batch`: their analyses made current (see
+    /// [`current`](Self::current)), the index grown for them, then each decided in order.
+    fn decide_batch(
+        &mut self,
+        records: &[Record],
+        prepared: Vec<PreparedRecord>,
+        now: Timestamp,
+        batch: &mut Batch,
+    ) -> Result<Vec<Outcome>> {
+        let prepared: Vec<Analysed> = records
+            .iter()
+            .zip(prepared)
+            .map(|(r, p)| self.current(r, p))
+            .collect();
+        self.grow_index_for(records.len())?;
+        self.decide_all(records, prepared, now, batch)
     }
 
     /// [`process_prepared`](Self::process_prepared) with the commit behind: the batch is
@@ -214,27 +218,11 @@ impl<S: Store> Deduper<S> {
         assert_eq!(records.len(), prepared.len(), "one analysis per record");
         self.check()?;
         let mut batch = Batch::default();
-        let decided = (|| {
-            let prepared: Vec<Analysed> = records
-                .iter()
-                .zip(prepared)
-                .map(|(r, p)| self.current(r, p))
-                .collect();
-            self.grow_index_for(records.len())?;
-            self.decide_all(records, prepared, now, &mut batch)
-        })();
-        let outcomes = match decided {
-            Ok(outcomes) => outcomes,
-            Err(e) => {
-                self.poisoned = true;
-                return Err(e);
-            }
-        };
+        let decided = self.decide_batch(records, prepared, now, &mut batch);
+        let outcomes = self.poison_on_error(decided)?;
         self.wait_committed()?;
-        if let Err(e) = self.store.commit_behind(batch) {
-            self.poisoned = true;
-            return Err(e);
-        }
+        let handed = self.store.commit_behind(batch);
+        self.poison_on_error(handed)?;
         self.behind = Some(self.next_handle);
         Ok(outcomes)
     }
@@ -249,15 +237,9 @@ impl<S: Store> Deduper<S> {
         let Some(bound) = self.behind.take() else {
             return Ok(());
         };
-        match self.store.wait_behind() {
-            Ok(()) => {
-                self.sets.committed_before(bound);
-                Ok(())
-            }
-            Err(e) => {
-                self.poisoned = true;
-                Err(e)
-            }
-        }
+        let waited = self.store.wait_behind();
+        self.poison_on_error(waited)?;
+        self.sets.committed_before(bound);
+        Ok(())
     }
 }
