@@ -162,20 +162,8 @@ impl Rule {
     /// [`Error::InvalidConfig`] for a Jaccard threshold outside 0..=1, a radius above 32 bits
     /// or a candidate cap of 0.
     pub fn validate(&self) -> Result<()> {
-        if !(0.0..=1.0).contains(&self.min_jaccard) || self.min_jaccard.is_nan() {
-            return Err(Error::InvalidConfig {
-                field: "min_jaccard",
-                value: self.min_jaccard.to_string(),
-                reason: "must be between 0 and 1".into(),
-            });
-        }
-        if !(0.0..=1.0).contains(&self.chain_floor) || self.chain_floor.is_nan() {
-            return Err(Error::InvalidConfig {
-                field: "chain_floor",
-                value: self.chain_floor.to_string(),
-                reason: "must be between 0 and 1".into(),
-            });
-        }
+        within_0_1("min_jaccard", self.min_jaccard, "must be between 0 and 1")?;
+        within_0_1("chain_floor", self.chain_floor, "must be between 0 and 1")?;
         if self.max_distance > 32 {
             return Err(Error::InvalidConfig {
                 field: "max_distance",
@@ -200,20 +188,16 @@ impl Rule {
                 });
             }
         }
-        if !(0.0..=1.0).contains(&self.min_cluster_jaccard) || self.min_cluster_jaccard.is_nan() {
-            return Err(Error::InvalidConfig {
-                field: "min_cluster_jaccard",
-                value: self.min_cluster_jaccard.to_string(),
-                reason: "must be between 0 and 1".into(),
-            });
-        }
-        if !(0.0..=1.0).contains(&self.cluster_quorum) || self.cluster_quorum.is_nan() {
-            return Err(Error::InvalidConfig {
-                field: "cluster_quorum",
-                value: self.cluster_quorum.to_string(),
-                reason: "must be a share between 0 and 1".into(),
-            });
-        }
+        within_0_1(
+            "min_cluster_jaccard",
+            self.min_cluster_jaccard,
+            "must be between 0 and 1",
+        )?;
+        within_0_1(
+            "cluster_quorum",
+            self.cluster_quorum,
+            "must be a share between 0 and 1",
+        )?;
         if self.max_candidates == 0 {
             return Err(Error::InvalidConfig {
                 field: "max_candidates",
@@ -228,6 +212,18 @@ impl Rule {
     pub fn accepts(&self, scores: Scores) -> bool {
         scores.distance <= self.max_distance && scores.jaccard >= self.min_jaccard
     }
+}
+
+/// [`Error::InvalidConfig`] for `field` unless its `value` is within 0..=1 (NaN is not).
+fn within_0_1(field: &'static str, value: f64, reason: &str) -> Result<()> {
+    if !(0.0..=1.0).contains(&value) || value.is_nan() {
+        return Err(Error::InvalidConfig {
+            field,
+            value: value.to_string(),
+            reason: reason.into(),
+        });
+    }
+    Ok(())
 }
 
 /// How a merge was justified.
