@@ -12,8 +12,8 @@ use crate::Result;
 /// A host's boilerplate as the pipeline uses it.
 #[derive(Debug, Clone)]
 pub(super) struct HostState {
-    pub(super) stored: HostBoilerplate,
-    pub(super) set: Arc<Boilerplate>,
+    stored: HostBoilerplate,
+    set: Arc<Boilerplate>,
 }
 
 impl HostState {

@@ -20,7 +20,7 @@ use crate::Result;
 /// comparison or two, not one per member (it was quadratic in the cluster's size).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Bound {
-    pub(super) of: u64,
+    of: u64,
     pub(super) distance: f32,
 }
 
@@ -47,14 +47,14 @@ impl Bound {
 /// A quorum of 0 is complete linkage at `floor`; `verify` then plays no part.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Link {
-    pub(super) floor: f64,
-    pub(super) verify: f64,
-    pub(super) quorum: f64,
+    floor: f64,
+    verify: f64,
+    quorum: f64,
 }
 
 impl Link {
     /// Single linkage: any verified match links (see [`Linkage::Single`]).
-    pub(super) const SINGLE: Link = Link {
+    const SINGLE: Link = Link {
         floor: 0.0,
         verify: 0.0,
         quorum: 0.0,
@@ -96,7 +96,7 @@ struct Tally {
 }
 
 impl Tally {
-    fn new(link: Link, total: usize) -> Tally {
+    pub(super) fn new(link: Link, total: usize) -> Tally {
         let (floor_d, verify_d) = link.distances();
         Tally {
             link,

@@ -133,7 +133,7 @@ impl<S: Store> Deduper<S> {
     /// record brings to its new cluster. (Its cluster's other members, if it had any, have
     /// entries of their own, so the log names every URL of a cluster once, where a list of
     /// the whole cluster per entry would grow with the square of its size.)
-    pub(super) fn own_urls(&self, handle: u64) -> Vec<String> {
+    fn own_urls(&self, handle: u64) -> Vec<String> {
         self.meta[&handle]
             .url
             .as_deref()
