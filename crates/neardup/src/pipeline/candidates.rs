@@ -298,8 +298,8 @@ impl<S: Store> Deduper<S> {
         self.query_prepared(record, prepared)
     }
 
-    /// [`query`](Self::query) for a record analysed already (by an [`Analyzer`], outside
-    /// whatever lock guards this deduper).
+    /// [`query`](Self::query) for a record analysed already (by an
+    /// [`Analyzer`](super::Analyzer), outside whatever lock guards this deduper).
     ///
     /// # Errors
     /// As [`query`](Self::query).
@@ -402,9 +402,10 @@ impl<S: Store> Deduper<S> {
     /// Makes room for `incoming` more records at once, when the caller knows how many are
     /// coming (`neardup dedup` counts its input in the boilerplate pass): the maps that hold
     /// every record are sized for them, and the index is laid out again for the store's size
-    /// after them where the builder's [`expected_records`](DeduperBuilder::expected_records),
-    /// a guess, was off by more than half. A map grown one doubling at a time copies every
-    /// entry again at each step, into memory touched for the first time.
+    /// after them where the builder's
+    /// [`expected_records`](super::DeduperBuilder::expected_records), a guess, was off by
+    /// more than half. A map grown one doubling at a time copies every entry again at each
+    /// step, into memory touched for the first time.
     ///
     /// # Errors
     /// [`Error::Index`] if the index cannot be laid out.

@@ -96,7 +96,7 @@ struct Tally {
 }
 
 impl Tally {
-    pub(super) fn new(link: Link, total: usize) -> Tally {
+    fn new(link: Link, total: usize) -> Tally {
         let (floor_d, verify_d) = link.distances();
         Tally {
             link,

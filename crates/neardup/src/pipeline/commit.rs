@@ -129,8 +129,8 @@ impl<S: Store> Deduper<S> {
     /// commits the result atomically.
     ///
     /// A record whose id is already stored with the same text is reported as
-    /// [`Decision::AlreadyStored`] (so an interrupted run can simply be run again); with
-    /// different text it is rejected.
+    /// [`Decision::AlreadyStored`](super::Decision::AlreadyStored) (so an interrupted run
+    /// can simply be run again); with different text it is rejected.
     ///
     /// # Errors
     /// Store and index failures. After a failed commit the deduper refuses further work
@@ -149,8 +149,8 @@ impl<S: Store> Deduper<S> {
         self.store.commits_behind()
     }
 
-    /// Decides and commits records analysed by [`Analyzer::prepare`] (of this deduper's
-    /// profile), exactly as [`process`](Self::process) would.
+    /// Decides and commits records analysed by [`Analyzer::prepare`](super::Analyzer::prepare)
+    /// (of this deduper's profile), exactly as [`process`](Self::process) would.
     ///
     /// # Errors
     /// As [`process`](Self::process).

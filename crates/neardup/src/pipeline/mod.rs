@@ -91,13 +91,15 @@ pub struct Deduper<S: Store> {
     by_id: FastMap<Arc<str>, u64>,
     by_content: FastMap<u128, u64>,
     /// Text hash -> the record stored by this deduper whose analysis later records of the
-    /// same text take ([`Analysed::SameText`](analyze::Analysed::SameText)). Emptied by any erasure.
+    /// same text take ([`Analysed::SameText`](analyze::Analysed::SameText)). Emptied by any
+    /// erasure.
     by_text: FastMap<u128, TextEntry>,
     /// Survivor handle -> member handles (survivor included).
     members: FastMap<u64, Vec<u64>>,
     /// Survivor handle -> an upper bound on the Jaccard distance of every member with the
-    /// survivor's features to the survivor (see [`Bound`](cluster::Bound)), where one is known: complete
-    /// linkage then accepts a record within the threshold of the whole cluster at once.
+    /// survivor's features to the survivor (see [`Bound`](cluster::Bound)), where one is
+    /// known: complete linkage then accepts a record within the threshold of the whole
+    /// cluster at once.
     /// Whatever changes a cluster's members otherwise drops its entry.
     radius: FastMap<u64, f32>,
     hosts: HashMap<String, HostState>,
