@@ -1,0 +1,130 @@
+"""neardup: near-duplicate text at scale (weighted SimHash, an exact Hamming index, Jaccard
+verification), with the same fingerprints and decisions as the `neardup` command."""
+
+from os import PathLike
+from typing import Any, Iterable, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+__version__: str
+
+Texts = Union[Sequence[str], Iterable[str], pa.Array, pa.ChunkedArray]
+Hashes = Union[npt.NDArray[np.uint64], Sequence[int]]
+
+class NeardupError(Exception):
+    """An error of the neardup engine (a store that failed, an index refusal)."""
+
+class ProfileMismatch(NeardupError):
+    """Fingerprints, or a store, made with another fingerprint profile."""
+
+class Fingerprinter:
+    """A fingerprint configuration, reusable across calls (the options of `neardup dedup`)."""
+
+    def __init__(
+        self,
+        profile: str = "xxh3",
+        shingle: int = 4,
+        bits: int = 64,
+        weighting: str = "tf",
+        tokens: str = "words",
+        stopwords: bool = False,
+        idf: Optional[Union[str, PathLike[str]]] = None,
+        threads: Optional[int] = None,
+    ) -> None: ...
+    @property
+    def profile(self) -> str:
+        """The profile as the CLI prints it, e.g. ``neardup/4/xxh3/w4/b64/tf``."""
+    @property
+    def bits(self) -> int: ...
+    def fingerprint(self, texts: Texts) -> npt.NDArray[np.uint64]:
+        """uint64 fingerprints: shape (n,) for 64 bits, (n, 2) (high, low) for 128."""
+    def shingle_hashes(self, text: str) -> npt.NDArray[np.uint64]:
+        """The distinct shingle hashes of `text`, sorted."""
+
+def fingerprint(
+    texts: Texts,
+    *,
+    profile: str = "xxh3",
+    shingle: int = 4,
+    bits: int = 64,
+    weighting: str = "tf",
+    tokens: str = "words",
+    stopwords: bool = False,
+    idf: Optional[Union[str, PathLike[str]]] = None,
+    threads: Optional[int] = None,
+) -> npt.NDArray[np.uint64]:
+    """Fingerprints of `texts`, as `neardup fingerprint` makes them."""
+
+def shingle_hashes(
+    text: str, *, profile: str = "xxh3", shingle: int = 4, tokens: str = "words"
+) -> npt.NDArray[np.uint64]:
+    """The distinct shingle hashes of `text`, sorted: the sets neardup verifies with."""
+
+def jaccard(a: Union[str, Hashes], b: Union[str, Hashes], *, shingle: int = 4) -> float:
+    """Exact Jaccard similarity of two texts' shingle sets, or of two sets of hashes."""
+
+class HammingIndex:
+    """Every stored 64-bit fingerprint within k bits, exactly."""
+
+    def __init__(self, k: int = 3, expected: int = 1_000_000) -> None: ...
+    @property
+    def k(self) -> int: ...
+    @property
+    def layout(self) -> str: ...
+    def __len__(self) -> int: ...
+    def add(self, ids: Hashes, fingerprints: Hashes) -> None: ...
+    def query(
+        self, fingerprints: Hashes, k: Optional[int] = None
+    ) -> Tuple[npt.NDArray[np.int64], npt.NDArray[np.uint64], npt.NDArray[np.uint32]]:
+        """(query position, id, distance) of every stored fingerprint within k bits."""
+    def all_pairs(
+        self, k: Optional[int] = None
+    ) -> Tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64], npt.NDArray[np.uint32]]:
+        """(id a, id b, distance) of every stored pair within k bits."""
+
+class Deduper:
+    """`neardup dedup`'s decisions against a store (an SQLite file, or memory)."""
+
+    def __init__(
+        self,
+        store: Optional[Union[str, PathLike[str]]] = None,
+        *,
+        max_distance: int = 16,
+        min_jaccard: float = 0.8,
+        min_words: int = 1,
+        linkage: str = "single",
+        chain_floor: float = 0.5,
+        profile: str = "xxh3",
+        shingle: int = 4,
+        bits: int = 64,
+        weighting: str = "tf",
+        tokens: str = "words",
+        stopwords: bool = False,
+        idf: Optional[Union[str, PathLike[str]]] = None,
+        detect_language: bool = True,
+        threads: Optional[int] = None,
+    ) -> None: ...
+    def process(
+        self,
+        records: Union[Iterable[Mapping[str, Any]], pa.Table, pa.RecordBatch, Any],
+        *,
+        id: str = "id",
+        text: Optional[Union[str, Sequence[str]]] = None,
+        url: str = "url",
+        first_seen: str = "first_seen",
+        strict: bool = False,
+    ) -> pa.Table:
+        """One row per record: position, id, decision, survivor, matched, rule, distance,
+        jaccard, reason."""
+    def query(self, text: str, k: Optional[int] = None) -> list[Tuple[str, int, float]]: ...
+    def erase(self, ids: Sequence[str]) -> list[str]: ...
+    def clusters(self) -> list[dict[str, Any]]: ...
+    def merges(self) -> list[dict[str, Any]]: ...
+    @property
+    def profile(self) -> str: ...
+    def __len__(self) -> int: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> "Deduper": ...
+    def __exit__(self, *exc: Any) -> bool: ...

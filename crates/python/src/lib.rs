@@ -1,0 +1,32 @@
+//! neardup for Python: the same fingerprints, index and decisions as the `neardup` command,
+//! from a notebook, a pandas or Arrow pipeline, or a Spark executor.
+//!
+//! Every call that does Rust work releases the GIL; batch calls run on all cores (or on a
+//! pool of `threads` of their own). Errors are Python exceptions carrying the library's
+//! messages: `ValueError` for bad input, `ProfileMismatch` for a store or fingerprint of
+//! another profile, `NeardupError` for the rest; a Rust panic never crosses the boundary
+//! (PyO3 turns it into `pyo3_runtime.PanicException`).
+
+use pyo3::prelude::*;
+
+mod dedup;
+mod errors;
+mod fingerprint;
+mod index;
+mod options;
+mod texts;
+
+#[pymodule]
+fn neardup(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("NeardupError", py.get_type::<errors::NeardupError>())?;
+    m.add("ProfileMismatch", py.get_type::<errors::ProfileMismatch>())?;
+    m.add_class::<fingerprint::Fingerprinter>()?;
+    m.add_function(wrap_pyfunction!(fingerprint::fingerprint, m)?)?;
+    m.add_function(wrap_pyfunction!(fingerprint::shingle_hashes, m)?)?;
+    m.add_function(wrap_pyfunction!(fingerprint::jaccard, m)?)?;
+    m.add_class::<index::HammingIndex>()?;
+    m.add_class::<dedup::Deduper>()?;
+    Ok(())
+}

@@ -1,0 +1,297 @@
+"""The Python package against the `neardup` command: the same fingerprints, bit for bit, and
+the same decisions on the same real corpus; Arrow and list inputs alike; bad input named."""
+
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import neardup
+
+ROOT = Path(__file__).resolve().parents[3]
+CORPUS = ROOT / "examples" / "data" / "debian-copyright.jsonl.gz"
+
+
+def cli() -> str:
+    """The `neardup` binary: $NEARDUP_BIN, else the workspace's build (built if missing)."""
+    if os.environ.get("NEARDUP_BIN"):
+        return os.environ["NEARDUP_BIN"]
+    for profile in ("debug", "release"):
+        path = ROOT / "target" / profile / "neardup"
+        if path.exists():
+            return str(path)
+    subprocess.run(["cargo", "build", "-q", "-p", "neardup-cli"], cwd=ROOT, check=True)
+    return str(ROOT / "target" / "debug" / "neardup")
+
+
+def records():
+    with gzip.open(CORPUS, "rt", encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return records()
+
+
+@pytest.mark.parametrize("profile", ["xxh3", "blake2b"])
+def test_fingerprints_equal_the_clis_bit_for_bit(tmp_path, corpus, profile):
+    texts = [r["body_text"] for r in corpus]
+    path = tmp_path / "texts.jsonl"
+    with open(path, "w", encoding="utf-8") as f:
+        for r in corpus:
+            f.write(json.dumps({"id": r["id"], "text": r["body_text"]}) + "\n")
+    out = subprocess.run(
+        [cli(), "fingerprint", "--jsonl", str(path), "--profile", profile],
+        check=True, capture_output=True, text=True,
+    ).stdout
+    want = [int(line.split("\t")[1], 16) for line in out.splitlines()]
+    got = neardup.fingerprint(texts, profile=profile)
+    assert got.dtype == np.uint64 and got.shape == (len(texts),)
+    assert [int(v) for v in got] == want
+    assert len(set(want)) > 200  # real, different texts (many licences repeat)
+
+
+def test_128_bit_fingerprints_are_high_and_low_words(tmp_path, corpus):
+    texts = [r["body_text"] for r in corpus[:50]]
+    path = tmp_path / "texts.jsonl"
+    with open(path, "w", encoding="utf-8") as f:
+        for i, t in enumerate(texts):
+            f.write(json.dumps({"id": str(i), "text": t}) + "\n")
+    out = subprocess.run(
+        [cli(), "fingerprint", "--jsonl", str(path), "--bits", "128"],
+        check=True, capture_output=True, text=True,
+    ).stdout
+    want = [int(line.split("\t")[1], 16) for line in out.splitlines()]
+    got = neardup.Fingerprinter(bits=128).fingerprint(texts)
+    assert got.shape == (50, 2)
+    assert [(int(hi) << 64) | int(lo) for hi, lo in got] == want
+
+
+def test_arrow_and_list_inputs_agree(corpus):
+    texts = [r["body_text"] for r in corpus]
+    f = neardup.Fingerprinter(threads=2)
+    from_list = f.fingerprint(texts)
+    assert np.array_equal(f.fingerprint(pa.array(texts)), from_list)
+    assert np.array_equal(f.fingerprint(pa.array(texts, pa.large_string())), from_list)
+    assert np.array_equal(f.fingerprint(pa.array(texts, pa.string_view())), from_list)
+    chunked = pa.chunked_array([texts[:123], texts[123:124], texts[124:]])
+    assert np.array_equal(f.fingerprint(chunked), from_list)
+    assert np.array_equal(f.fingerprint(pa.array(texts).slice(10, 50)), from_list[10:60])
+    assert np.array_equal(f.fingerprint(iter(texts)), from_list)
+
+
+@pytest.mark.parametrize(
+    "bad, kind, message",
+    [
+        (["a text", None], ValueError, "texts[1] is None"),
+        (["a text", b"bytes"], TypeError, "texts[1] is bytes, not str"),
+        (["a text", "another", 3], TypeError, "texts[2] is int, not str"),
+        (["a text", ""], ValueError, "texts[1]: no words to fingerprint"),
+        (["a text", "  ... !"], ValueError, "texts[1]: no words to fingerprint"),
+        (pa.array(["a text", None, "x"]), ValueError, "texts[1] is null"),
+        (pa.array([1, 2]), TypeError, "not of strings"),
+        ("one string", TypeError, "pass a list of texts"),
+    ],
+)
+def test_bad_input_names_its_position(bad, kind, message):
+    with pytest.raises(kind) as e:
+        neardup.fingerprint(bad)
+    assert message in str(e.value)
+
+
+def test_options_are_checked():
+    with pytest.raises(ValueError, match="64 or 128"):
+        neardup.Fingerprinter(bits=32)
+    with pytest.raises(ValueError, match="profile"):
+        neardup.Fingerprinter(profile="md5")
+    with pytest.raises(ValueError, match="threads"):
+        neardup.Fingerprinter(threads=0)
+    assert neardup.Fingerprinter().profile == "neardup/4/xxh3/w4/b64/tf"
+    assert neardup.Fingerprinter(shingle=3, weighting="presence").profile.endswith("/w3/b64/presence")
+
+
+def test_shingles_and_jaccard_are_the_verification_sets():
+    a = "the quick brown fox jumps over the lazy dog by the river bank"
+    b = a.replace("lazy", "sleepy")
+    ha, hb = neardup.shingle_hashes(a), neardup.shingle_hashes(b)
+    assert ha.dtype == np.uint64 and np.all(np.diff(ha.astype(np.float64)) > 0)
+    inter = len(np.intersect1d(ha, hb))
+    union = len(np.union1d(ha, hb))
+    assert neardup.jaccard(a, b) == pytest.approx(inter / union)
+    assert neardup.jaccard(ha, hb) == pytest.approx(inter / union)
+    assert neardup.jaccard(a, a) == 1.0
+    assert 0 < neardup.jaccard(a, b) < 1
+    assert np.array_equal(neardup.Fingerprinter().shingle_hashes(a), ha)
+
+
+def test_the_index_answers_exactly_what_a_scan_does():
+    rng = np.random.default_rng(7)
+    fps = rng.integers(0, 2**63, size=5000, dtype=np.uint64)
+    # Near copies, 0 to 5 bits away.
+    near = fps[:200] ^ np.array([(1 << int(b)) - 1 for b in rng.integers(0, 6, 200)], dtype=np.uint64)
+    stored = np.concatenate([fps, near])
+    ids = np.arange(len(stored), dtype=np.uint64) + 1000
+    index = neardup.HammingIndex(k=4, expected=100)  # laid out again as it grows
+    index.add(ids[:3000], stored[:3000])
+    index.add(ids[3000:], stored[3000:])
+    assert len(index) == len(stored)
+    queries = stored[:300]
+    q, got_ids, dist = index.query(queries)
+    got = set(zip(q.tolist(), got_ids.tolist(), dist.tolist()))
+    want = set()
+    for i, x in enumerate(queries.tolist()):
+        d = [bin(x ^ s).count("1") for s in stored.tolist()]
+        want |= {(i, int(ids[j]), dj) for j, dj in enumerate(d) if dj <= 4}
+    assert got == want
+    a, b, d = index.all_pairs(3)
+    pairs = set(zip(a.tolist(), b.tolist()))
+    assert all(x < 3 + 1 for x in d.tolist())
+    assert (1000, 1000 + 5000) in pairs or bin(int(stored[0] ^ stored[5000])).count("1") > 3
+    with pytest.raises(ValueError, match="already"):
+        index.add([1000], [5])
+    with pytest.raises(ValueError, match="beyond"):
+        index.query(queries, k=5)
+
+
+def dedup_cli(tmp_path, corpus_path):
+    out = tmp_path / "cli"
+    subprocess.run(
+        [cli(), "dedup", "--jsonl", str(corpus_path), "--out", str(out), "--store", str(out / "s.db"), "-q"],
+        check=True,
+    )
+    kept = {json.loads(l)["id"] for l in open(out / "kept.jsonl", encoding="utf-8")}
+    merges = [json.loads(l) for l in open(out / "merges.jsonl", encoding="utf-8")]
+    return kept, merges, out / "s.db"
+
+
+def logged(merges):
+    """Merge-log entries as comparable tuples."""
+    return sorted((m["kept"], m["merged"], m["rule"], m["distance"], round(m["jaccard"], 9), m["matched"]) for m in merges)
+
+
+def test_decisions_equal_neardup_dedup_on_the_same_input(tmp_path, corpus):
+    kept, merges, _ = dedup_cli(tmp_path, CORPUS)
+    assert len(merges) > 100  # the corpus is full of republished licences
+    with neardup.Deduper(tmp_path / "py.db") as d:
+        table = d.process(corpus)
+        assert logged(d.merges()) == logged(merges)
+        survivors = {c["survivor"] for c in d.clusters()}
+    rows = table.to_pylist()
+    assert [r["position"] for r in rows] == list(range(len(corpus)))
+    # Kept now: kept when decided, unless a later record displaced it.
+    accepted = {r["id"] for r in rows if r["decision"] != "rejected"}
+    assert accepted - {m["merged"] for m in merges} == kept
+    displaced = {r["displaced"] for r in rows if r["displaced"]}
+    assert displaced <= {m["merged"] for m in merges}
+    assert survivors <= kept
+    merged_when_decided = {r["id"]: r["survivor"] for r in rows if r["decision"] == "merged"}
+    assert {(m["merged"], m["kept"]) for m in merges} >= set(merged_when_decided.items())
+    # Arrow in, the same out.
+    with neardup.Deduper() as d:
+        assert d.process(pa.Table.from_pylist(corpus)).equals(table)
+
+
+def test_a_store_opens_in_the_cli_and_the_other_way_round(tmp_path, corpus):
+    _, merges, cli_store = dedup_cli(tmp_path, CORPUS)
+    # The CLI's store in Python: every record is already stored.
+    with neardup.Deduper(cli_store) as d:
+        assert len(d) == len(corpus)
+        assert {r["decision"] for r in d.process(corpus[:20]).to_pylist()} == {"already_stored"}
+        assert logged(d.merges()) == logged(merges)
+    with pytest.raises(neardup.ProfileMismatch):
+        neardup.Deduper(cli_store, profile="blake2b")
+    # Python's store in the CLI.
+    store = tmp_path / "py.db"
+    with neardup.Deduper(store) as d:
+        d.process(corpus[:50])
+    text = corpus[3]["body_text"]
+    found = subprocess.run(
+        [cli(), "query", "--store", str(store), "--text", text, "--json"],
+        capture_output=True, text=True,
+    )
+    assert found.returncode == 0, found.stderr
+    assert corpus[3]["id"] in found.stdout
+
+
+def test_rejects_name_the_record_and_strict_raises():
+    recs = [
+        {"id": "a", "text": "one two three four five six seven eight"},
+        {"id": "b", "text": None},
+        {"id": "c", "text": b"bytes"},
+        {"id": "d", "text": "one two three four five six seven eight", "first_seen": "yesterday"},
+        {"text": "nine ten eleven twelve thirteen fourteen"},
+        {"id": "a", "text": "a different text with other words entirely here"},
+    ]
+    with neardup.Deduper() as d:
+        rows = d.process(recs).to_pylist()
+    decisions = [(r["id"], r["decision"]) for r in rows]
+    assert decisions[0] == ("a", "kept")
+    assert rows[1]["decision"] == "rejected" and "records[1]" in rows[1]["reason"]
+    assert rows[2]["decision"] == "rejected" and "bytes" in rows[2]["reason"]
+    assert rows[3]["decision"] == "rejected" and "first_seen" in rows[3]["reason"]
+    assert rows[4]["id"] == "5" and rows[4]["decision"] == "kept"
+    assert rows[5]["decision"] == "rejected" and "duplicate id" in rows[5]["reason"]
+    with neardup.Deduper() as d:
+        with pytest.raises(ValueError, match=r"records\[1\]"):
+            d.process(recs, strict=True)
+        assert len(d) == 0  # checked before anything is stored
+        d.process(recs[:1])
+        with pytest.raises(ValueError, match="duplicate id"):
+            d.process(recs[5:], strict=True)
+    with pytest.raises(TypeError, match=r"records\[0\] is str, not a dict"):
+        neardup.Deduper().process(["not a record"])
+
+
+def test_pandas_in_decisions_out(corpus):
+    pd = pytest.importorskip("pandas")
+    df = pd.DataFrame(corpus[:60])
+    with neardup.Deduper() as d:
+        out = d.process(df).to_pandas()
+    assert len(out) == 60 and set(out["decision"]) <= {"kept", "merged"}
+
+
+def test_query_erase_clusters(corpus):
+    with neardup.Deduper() as d:
+        d.process(corpus)
+        clusters = d.clusters()
+        big = max(clusters, key=lambda c: len(c["members"]))
+        member = big["members"][1]
+        text = next(r["body_text"] for r in corpus if r["id"] == member)
+        hits = d.query(text)
+        assert member in {h[0] for h in hits}
+        assert all(j >= 0.8 for _, _, j in hits)
+        assert d.erase([member, "no-such-id"]) == [member]
+        assert member not in {h[0] for h in d.query(text)}
+    with pytest.raises(RuntimeError, match="closed"):
+        d.query("anything")
+
+
+def test_calls_from_several_threads(corpus):
+    texts = [r["body_text"] for r in corpus]
+    f = neardup.Fingerprinter()
+    want = f.fingerprint(texts)
+    d = neardup.Deduper()
+    errors = []
+
+    def work(i):
+        try:
+            assert np.array_equal(f.fingerprint(texts), want)
+            d.process([{"id": f"{i}-{r['id']}", "text": r["body_text"]} for r in corpus[:40]])
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert len(d) == 160

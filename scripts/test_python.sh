@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The Python package's tests: builds the wheel into a venv (target/py-venv) the way the
+# README installs it, then runs pytest against the workspace's `neardup` binary (built if
+# missing). Needs python3 with venv and network access to PyPI for maturin, numpy,
+# pyarrow, pandas and pytest.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+VENV="$ROOT/target/py-venv"
+if [ ! -x "$VENV/bin/python" ]; then
+    python3 -m venv "$VENV"
+fi
+"$VENV/bin/pip" install -q --upgrade pip
+"$VENV/bin/pip" install -q pytest pandas
+# The README's install command, with the build kept under target/.
+CARGO_TARGET_DIR="$ROOT/target/python" "$VENV/bin/pip" install -q --force-reinstall --no-deps ./crates/python
+"$VENV/bin/pip" install -q ./crates/python
+[ -x target/debug/neardup ] || cargo build -q -p neardup-cli
+NEARDUP_BIN="$ROOT/target/debug/neardup" "$VENV/bin/python" -m pytest -q crates/python/tests "$@"
