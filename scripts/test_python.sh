@@ -11,9 +11,8 @@ if [ ! -x "$VENV/bin/python" ]; then
     python3 -m venv "$VENV"
 fi
 "$VENV/bin/pip" install -q --upgrade pip
-"$VENV/bin/pip" install -q pytest pandas
-# The README's install command, with the build kept under target/.
+"$VENV/bin/pip" install -q numpy pyarrow pytest pandas
+# The README's install command (rebuilt from the tree every time), its build kept under target/.
 CARGO_TARGET_DIR="$ROOT/target/python" "$VENV/bin/pip" install -q --force-reinstall --no-deps ./crates/python
-"$VENV/bin/pip" install -q ./crates/python
 [ -x target/debug/neardup ] || cargo build -q -p neardup-cli
 NEARDUP_BIN="$ROOT/target/debug/neardup" "$VENV/bin/python" -m pytest -q crates/python/tests "$@"
