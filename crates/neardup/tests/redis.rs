@@ -3,34 +3,18 @@
 //! round trips a batch costs. The behavioural suite shared with the embedded store runs in
 //! the library's `store::tests` (one suite, several backends).
 
+#[path = "support/corpus.rs"]
+mod corpus;
 #[path = "support/redis_server.rs"]
 mod redis_server;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Barrier};
 
+use corpus::{doc, fmix64};
 use neardup::store::{Batch, MergeLogEntry, RedisStore, Store};
 use neardup::{Decision, Deduper, MemoryStore, Record, Timestamp};
 use redis_server::{shared_cluster, shared_server, unique_prefix, RedisServer};
-
-fn fmix64(mut k: u64) -> u64 {
-    k ^= k >> 33;
-    k = k.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    k ^= k >> 33;
-    k = k.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    k ^ (k >> 33)
-}
-
-fn doc(seed: u64, words: usize) -> String {
-    let mut s = seed;
-    (0..words)
-        .map(|_| {
-            s = fmix64(s.wrapping_add(0x9e37_79b9_7f4a_7c15));
-            format!("w{}", s % 20_000)
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
 
 /// `text` with `n` words replaced from `from` on (spread out), a typical light edit.
 fn edit(text: &str, from: usize, n: usize) -> String {

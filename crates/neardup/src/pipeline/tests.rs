@@ -4,16 +4,9 @@ use super::*;
 use crate::store::{MemoryStore, SqliteStore};
 use crate::text::shingle::fmix64;
 
-pub(super) fn doc(seed: u64, words: usize) -> String {
-    let mut s = seed;
-    (0..words)
-        .map(|_| {
-            s = fmix64(s.wrapping_add(0x9e37_79b9_7f4a_7c15));
-            format!("w{}", s % 20_000)
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
+#[path = "../../tests/support/corpus.rs"]
+mod corpus;
+pub(super) use corpus::doc;
 
 /// `text` with `n` words replaced (spread out), a typical light edit.
 pub(super) fn edit(text: &str, n: usize) -> String {
@@ -34,6 +27,65 @@ fn memory() -> Deduper<MemoryStore> {
         .rule(guarded_rule())
         .open(MemoryStore::new())
         .unwrap()
+}
+
+/// An in-memory deduper under `rule` (set over the guarded rule).
+fn with_rule(rule: Rule) -> Deduper<MemoryStore> {
+    Deduper::builder()
+        .rule(guarded_rule())
+        .rule(rule)
+        .open(MemoryStore::new())
+        .unwrap()
+}
+
+/// A deduper under the guarded rule over the SQLite store at `path`.
+fn sqlite(path: &std::path::Path) -> Deduper<SqliteStore> {
+    sqlite_with(guarded_rule(), path)
+}
+
+/// A deduper under `rule` (set over the guarded rule) over the SQLite store at `path`.
+fn sqlite_with(rule: Rule, path: &std::path::Path) -> Deduper<SqliteStore> {
+    Deduper::builder()
+        .rule(guarded_rule())
+        .rule(rule)
+        .open(SqliteStore::open(path).unwrap())
+        .unwrap()
+}
+
+/// A temporary folder (removed when dropped) and the path of a store `name` in it.
+fn temp_db(name: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let path = tmp.path().join(name);
+    (tmp, path)
+}
+
+/// Asserts that a record was kept as too short for SimHash.
+#[track_caller]
+fn assert_kept_short(decision: &Decision) {
+    assert!(matches!(
+        decision,
+        Decision::Kept {
+            too_short: true,
+            ..
+        }
+    ));
+}
+
+/// The survivor, rule and scores of a merge; panics, naming `what`, on any other decision.
+#[track_caller]
+fn merged<'a>(
+    decision: &'a Decision,
+    what: &str,
+) -> (&'a str, MergeRule, &'a crate::verify::Scores) {
+    match decision {
+        Decision::Merged {
+            survivor,
+            rule,
+            scores,
+            ..
+        } => (survivor, *rule, scores),
+        other => panic!("{what}{other:?}"),
+    }
 }
 
 /// The rule these tests were written for: the defaults before the multi-corpus
@@ -84,36 +136,18 @@ fn exact_near_and_distinct_records() {
             ..
         }
     ));
-    match &out[1].decision {
-        Decision::Merged {
-            survivor,
-            rule,
-            scores,
-            ..
-        } => {
-            assert_eq!(survivor, "a");
-            assert_eq!(*rule, MergeRule::Exact);
-            assert_eq!(scores.jaccard, 1.0);
-        }
-        other => panic!("exact copy: {other:?}"),
-    }
-    match &out[2].decision {
-        Decision::Merged {
-            survivor,
-            rule,
-            scores,
-            ..
-        } => {
-            assert_eq!(survivor, "a");
-            assert_eq!(*rule, MergeRule::SimhashJaccard);
-            assert!(scores.jaccard >= 0.8 && scores.jaccard < 1.0, "{scores:?}");
-            assert_eq!(out[2].merges[0].rule, "simhash+jaccard");
-            // The entry names the URL the merge brought; the cluster's whole list is the
-            // kept record's (below).
-            assert_eq!(out[2].merges[0].source_urls, ["https://three.example/a"]);
-        }
-        other => panic!("light edit: {other:?}"),
-    }
+    let (survivor, rule, scores) = merged(&out[1].decision, "exact copy: ");
+    assert_eq!(survivor, "a");
+    assert_eq!(rule, MergeRule::Exact);
+    assert_eq!(scores.jaccard, 1.0);
+    let (survivor, rule, scores) = merged(&out[2].decision, "light edit: ");
+    assert_eq!(survivor, "a");
+    assert_eq!(rule, MergeRule::SimhashJaccard);
+    assert!(scores.jaccard >= 0.8 && scores.jaccard < 1.0, "{scores:?}");
+    assert_eq!(out[2].merges[0].rule, "simhash+jaccard");
+    // The entry names the URL the merge brought; the cluster's whole list is the kept
+    // record's (below).
+    assert_eq!(out[2].merges[0].source_urls, ["https://three.example/a"]);
     assert!(matches!(out[3].decision, Decision::Kept { .. }));
     let c = d.cluster_of("a-edit").unwrap();
     assert_eq!(c.survivor, "a");
@@ -229,11 +263,7 @@ fn short_records_get_only_the_exact_tier_in_exact_only_mode() {
         short_text: ShortText::ExactOnly,
         ..guarded_rule()
     };
-    let mut d = Deduper::builder()
-        .rule(guarded_rule())
-        .rule(rule)
-        .open(MemoryStore::new())
-        .unwrap();
+    let mut d = with_rule(rule);
     let out = d
         .process(
             &[
@@ -244,13 +274,7 @@ fn short_records_get_only_the_exact_tier_in_exact_only_mode() {
             t(NOW),
         )
         .unwrap();
-    assert!(matches!(
-        out[0].decision,
-        Decision::Kept {
-            too_short: true,
-            ..
-        }
-    ));
+    assert_kept_short(&out[0].decision);
     assert!(matches!(
         &out[1].decision,
         Decision::Merged {
@@ -305,11 +329,7 @@ fn failed_verification_is_logged_with_scores() {
         max_distance: 32,
         ..guarded_rule()
     };
-    let mut d = Deduper::builder()
-        .rule(guarded_rule())
-        .rule(rule)
-        .open(MemoryStore::new())
-        .unwrap();
+    let mut d = with_rule(rule);
     let a = doc(6, 400);
     let out = d
         .process(
@@ -406,11 +426,7 @@ fn learned_boilerplate_is_excluded() {
         Record::new("p2", page("council approves budget")).with_url("https://site.example/2"),
     ];
     // Without boilerplate exclusion the shared template makes them near-duplicates.
-    let mut plain = Deduper::builder()
-        .rule(guarded_rule())
-        .rule(rule)
-        .open(MemoryStore::new())
-        .unwrap();
+    let mut plain = with_rule(rule);
     let out = plain.process(&pages, t(NOW)).unwrap();
     assert!(
         matches!(out[1].decision, Decision::Merged { .. }),
@@ -418,11 +434,7 @@ fn learned_boilerplate_is_excluded() {
         out[1].decision
     );
     // Learn the host's furniture from 30 of its pages, then the two pages are distinct.
-    let mut d = Deduper::builder()
-        .rule(guarded_rule())
-        .rule(rule)
-        .open(MemoryStore::new())
-        .unwrap();
+    let mut d = with_rule(rule);
     let h = d.hasher().clone();
     let mut learner = crate::text::BoilerplateLearner::new(0.05, 20, 1000);
     for i in 0..30 {
@@ -457,15 +469,10 @@ fn learned_boilerplate_is_excluded() {
 
 #[test]
 fn sqlite_store_persists_clusters_and_refuses_another_profile() {
-    let tmp = tempfile::tempdir().expect("temp dir");
-    let dir = tmp.path();
-    let path = dir.join("store.db");
+    let (_tmp, path) = temp_db("store.db");
     let a = doc(12, 250);
     {
-        let mut d = Deduper::builder()
-            .rule(guarded_rule())
-            .open(SqliteStore::open(&path).unwrap())
-            .unwrap();
+        let mut d = sqlite(&path);
         d.process(
             &[Record::new("a", a.clone()).with_url("https://a.example/")],
             t(NOW),
@@ -473,10 +480,7 @@ fn sqlite_store_persists_clusters_and_refuses_another_profile() {
         .unwrap();
     }
     {
-        let mut d = Deduper::builder()
-            .rule(guarded_rule())
-            .open(SqliteStore::open(&path).unwrap())
-            .unwrap();
+        let mut d = sqlite(&path);
         let out = d
             .process(&[Record::new("a2", edit(&a, 2))], t(NOW))
             .unwrap();
@@ -486,10 +490,7 @@ fn sqlite_store_persists_clusters_and_refuses_another_profile() {
             out[0].decision
         );
     }
-    let d = Deduper::builder()
-        .rule(guarded_rule())
-        .open(SqliteStore::open(&path).unwrap())
-        .unwrap();
+    let d = sqlite(&path);
     assert_eq!(d.cluster_of("a2").unwrap().members, ["a", "a2"]);
     let other = SimHasher::builder().shingle_width(3).build().unwrap();
     let err = Deduper::builder()
@@ -575,11 +576,7 @@ fn short_text_char_ngrams_merge_light_edits_of_short_records() {
         },
         ..guarded_rule()
     };
-    let mut d = Deduper::builder()
-        .rule(guarded_rule())
-        .rule(rule)
-        .open(MemoryStore::new())
-        .unwrap();
+    let mut d = with_rule(rule);
     let out = d
         .process(
             &[
@@ -599,45 +596,16 @@ fn short_text_char_ngrams_merge_light_edits_of_short_records() {
             t(NOW),
         )
         .unwrap();
-    assert!(matches!(
-        out[0].decision,
-        Decision::Kept {
-            too_short: true,
-            ..
-        }
-    ));
-    match &out[1].decision {
-        Decision::Merged {
-            survivor,
-            rule,
-            scores,
-            ..
-        } => {
-            assert_eq!(survivor, "s1");
-            assert_eq!(*rule, MergeRule::CharsJaccard);
-            assert!(scores.jaccard >= 0.6 && scores.jaccard < 1.0, "{scores:?}");
-        }
-        other => panic!("{other:?}"),
-    }
-    assert!(matches!(
-        out[2].decision,
-        Decision::Kept {
-            too_short: true,
-            ..
-        }
-    ));
+    assert_kept_short(&out[0].decision);
+    let (survivor, how, scores) = merged(&out[1].decision, "");
+    assert_eq!(survivor, "s1");
+    assert_eq!(how, MergeRule::CharsJaccard);
+    assert!(scores.jaccard >= 0.6 && scores.jaccard < 1.0, "{scores:?}");
+    assert_kept_short(&out[2].decision);
     assert!(d.record("s1").unwrap().indexed);
     // A store made in one short-text mode refuses the other.
-    let tmp = tempfile::tempdir().expect("temp dir");
-    let dir = tmp.path();
-    let path = dir.join("s.db");
-    drop(
-        Deduper::builder()
-            .rule(guarded_rule())
-            .rule(rule)
-            .open(SqliteStore::open(&path).unwrap())
-            .unwrap(),
-    );
+    let (_tmp, path) = temp_db("s.db");
+    drop(sqlite_with(rule, &path));
     let exact_only = Rule {
         short_text: ShortText::ExactOnly,
         ..guarded_rule()
@@ -652,17 +620,9 @@ fn short_text_char_ngrams_merge_light_edits_of_short_records() {
 
 #[test]
 fn two_processes_on_one_sqlite_store_see_each_others_records() {
-    let tmp = tempfile::tempdir().expect("temp dir");
-    let dir = tmp.path();
-    let path = dir.join("shared.db");
-    let mut a = Deduper::builder()
-        .rule(guarded_rule())
-        .open(SqliteStore::open(&path).unwrap())
-        .unwrap();
-    let mut b = Deduper::builder()
-        .rule(guarded_rule())
-        .open(SqliteStore::open(&path).unwrap())
-        .unwrap();
+    let (_tmp, path) = temp_db("shared.db");
+    let mut a = sqlite(&path);
+    let mut b = sqlite(&path);
     let text = doc(30, 250);
     a.process(&[Record::new("from-a", text.clone())], t(NOW))
         .unwrap();
@@ -690,10 +650,7 @@ fn two_processes_on_one_sqlite_store_see_each_others_records() {
     assert!(!a.contains("from-a"));
     assert_eq!(a.cluster_of("from-b").unwrap().survivor, "from-a-2");
     // A fresh open agrees with both.
-    let c = Deduper::builder()
-        .rule(guarded_rule())
-        .open(SqliteStore::open(&path).unwrap())
-        .unwrap();
+    let c = sqlite(&path);
     assert_eq!(
         c.cluster_of("from-b").unwrap().members,
         ["from-a-2", "from-b"]
@@ -878,11 +835,7 @@ fn a_record_joins_a_cluster_only_if_it_verifies_against_every_member() {
             cluster_quorum: 0.0,
             ..guarded_rule()
         };
-        let mut d = Deduper::builder()
-            .rule(guarded_rule())
-            .rule(rule)
-            .open(MemoryStore::new())
-            .unwrap();
+        let mut d = with_rule(rule);
         let out = d.process(&recs, t(NOW)).unwrap();
         assert!(matches!(&out[1].decision, Decision::Merged { survivor, .. } if survivor == "a"));
         let joined =
@@ -927,11 +880,7 @@ fn a_record_joins_a_cluster_it_verifies_against_a_quorum_of() {
     }
     assert!((0.75..0.8).contains(&j(&x, &m3)), "{}", j(&x, &m3));
     let run = |rule: Rule, members: &[(&str, &String)]| {
-        let mut d = Deduper::builder()
-            .rule(guarded_rule())
-            .rule(rule)
-            .open(MemoryStore::new())
-            .unwrap();
+        let mut d = with_rule(rule);
         let recs: Vec<Record> = members
             .iter()
             .map(|(id, text)| Record::new(*id, text.as_str()))
@@ -1000,11 +949,7 @@ fn clusters_fuse_when_a_quorum_of_their_pairs_verifies() {
             None,
         ),
     ] {
-        let mut d = Deduper::builder()
-            .rule(guarded_rule())
-            .rule(rule)
-            .open(MemoryStore::new())
-            .unwrap();
+        let mut d = with_rule(rule);
         d.process(
             &[Record::new("a", a.clone()), Record::new("q", q.clone())],
             t(NOW),
@@ -1112,14 +1057,10 @@ fn a_hosts_boilerplate_is_left_out_of_copies_of_its_pages_on_other_hosts() {
     // the page but not of the copy, the two would differ by all of it.
     let licence = doc(4242, 80);
     let page = |body: &str| format!("{licence} {body}");
-    let mut d = Deduper::builder()
-        .rule(guarded_rule())
-        .rule(Rule {
-            min_words: 10,
-            ..guarded_rule()
-        })
-        .open(MemoryStore::new())
-        .unwrap();
+    let mut d = with_rule(Rule {
+        min_words: 10,
+        ..guarded_rule()
+    });
     let h = d.hasher().clone();
     let mut learner = crate::text::BoilerplateLearner::new(0.05, 20, 1000);
     for i in 0..30 {
@@ -1373,13 +1314,7 @@ fn records_repeating_an_earlier_text_are_decided_as_if_analysed() {
         // The whole first batch again: already stored, repeats and all.
         Step::Batch(batch1),
     ];
-    let open = || {
-        Deduper::builder()
-            .rule(guarded_rule())
-            .rule(rule)
-            .open(MemoryStore::new())
-            .unwrap()
-    };
+    let open = || with_rule(rule);
     let (want, want_state) = run_steps(open(), &steps, false);
     let (got, got_state) = run_steps(open(), &steps, true);
     assert_eq!(got, want);
@@ -1459,12 +1394,8 @@ fn reserving_lays_the_index_out_for_the_input_and_keeps_what_it_holds() {
     let out = d
         .process(&[Record::new("a-edit", edit(&a, 3))], t(NOW))
         .unwrap();
-    match &out[0].decision {
-        Decision::Merged { survivor, rule, .. } => {
-            assert_eq!((survivor.as_str(), *rule), ("a", MergeRule::SimhashJaccard));
-        }
-        other => panic!("light edit after reserve: {other:?}"),
-    }
+    let (survivor, rule, _) = merged(&out[0].decision, "light edit after reserve: ");
+    assert_eq!((survivor, rule), ("a", MergeRule::SimhashJaccard));
     assert_eq!(d.stats().records, 3);
 }
 
@@ -1499,10 +1430,7 @@ fn stored_ids(path: &std::path::Path) -> Vec<String> {
 fn committing_behind_decides_as_committing_at_once_and_confirms_each_batch_by_the_next() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let (at_once_path, behind_path) = (tmp.path().join("a.db"), tmp.path().join("b.db"));
-    let mut at_once = Deduper::builder()
-        .rule(guarded_rule())
-        .open(SqliteStore::open(&at_once_path).unwrap())
-        .unwrap();
+    let mut at_once = sqlite(&at_once_path);
     let mut behind = Deduper::builder()
         .rule(guarded_rule())
         .open(SqliteStore::open_bulk(&behind_path).unwrap())
@@ -1539,10 +1467,7 @@ fn committing_behind_decides_as_committing_at_once_and_confirms_each_batch_by_th
     };
     assert_eq!(merges(&behind), merges(&at_once));
     // Sets committed behind are read back like any others by a deduper opened anew.
-    let mut reopened = Deduper::builder()
-        .rule(guarded_rule())
-        .open(SqliteStore::open(&behind_path).unwrap())
-        .unwrap();
+    let mut reopened = sqlite(&behind_path);
     let again = reopened
         .process(&[Record::new("late", edit(&doc(503, 210), 2))], t(NOW))
         .unwrap();
@@ -1556,16 +1481,12 @@ fn committing_behind_decides_as_committing_at_once_and_confirms_each_batch_by_th
 #[test]
 fn a_batch_committed_behind_another_processs_write_is_refused_and_decided_again_by_a_fresh_deduper()
 {
-    let tmp = tempfile::tempdir().expect("temp dir");
-    let path = tmp.path().join("shared.db");
+    let (_tmp, path) = temp_db("shared.db");
     let mut a = Deduper::builder()
         .rule(guarded_rule())
         .open(SqliteStore::open_bulk(&path).unwrap())
         .unwrap();
-    let mut b = Deduper::builder()
-        .rule(guarded_rule())
-        .open(SqliteStore::open(&path).unwrap())
-        .unwrap();
+    let mut b = sqlite(&path);
     let text = doc(77, 240);
     let first = vec![Record::new("a1", doc(78, 240))];
     let prepared = a.analyzer().prepare(&first);
@@ -1658,13 +1579,7 @@ fn a_record_that_bridges_two_clusters_fuses_them_where_every_pair_still_links() 
         cluster_quorum: 0.0,
         ..guarded_rule()
     };
-    let complete = || {
-        Deduper::builder()
-            .rule(guarded_rule())
-            .rule(linkage)
-            .open(MemoryStore::new())
-            .unwrap()
-    };
+    let complete = || with_rule(linkage);
     let mut d = complete();
     let out = d
         .process(
@@ -1716,19 +1631,14 @@ fn a_record_that_bridges_two_clusters_fuses_them_where_every_pair_still_links() 
 #[test]
 fn a_fused_cluster_is_what_the_store_holds_after_reopening() {
     let base = doc(4307, 400);
-    let tmp = tempfile::tempdir().expect("temp dir");
-    let path = tmp.path().join("s.db");
+    let (_tmp, path) = temp_db("s.db");
     // Complete linkage at 0.77, as in the test above.
     let rule = Rule {
         min_cluster_jaccard: 0.77,
         cluster_quorum: 0.0,
         ..guarded_rule()
     };
-    let mut d = Deduper::builder()
-        .rule(guarded_rule())
-        .rule(rule)
-        .open(SqliteStore::open(&path).unwrap())
-        .unwrap();
+    let mut d = sqlite_with(rule, &path);
     // The first cluster is stored in an earlier batch; the bridge fuses it from a later one,
     // and the older survivor is the one that was first seen.
     d.process(
@@ -1752,11 +1662,7 @@ fn a_fused_cluster_is_what_the_store_holds_after_reopening() {
         out[1].decision
     );
     drop(d);
-    let d = Deduper::builder()
-        .rule(guarded_rule())
-        .rule(rule)
-        .open(SqliteStore::open(&path).unwrap())
-        .unwrap();
+    let d = sqlite_with(rule, &path);
     let c = d.cluster_of("m-bridge").unwrap();
     assert_eq!(c.survivor, "z-old");
     assert_eq!(c.members, ["z-old", "a-new", "m-bridge"]);
@@ -1773,14 +1679,8 @@ fn a_fused_cluster_is_what_the_store_holds_after_reopening() {
 
 #[test]
 fn exact_copies_stay_out_of_the_index_until_their_text_is_handed_to_them() {
-    let tmp = tempfile::tempdir().expect("temp dir");
-    let path = tmp.path().join("s.db");
-    let open = || {
-        Deduper::builder()
-            .rule(guarded_rule())
-            .open(SqliteStore::open(&path).unwrap())
-            .unwrap()
-    };
+    let (_tmp, path) = temp_db("s.db");
+    let open = || sqlite(&path);
     let a = doc(30, 200);
     let at = |i: u32| t(&format!("2026-11-30T00:0{i}:00Z"));
     let mut d = open();
@@ -1902,11 +1802,7 @@ fn single_linkage_joins_a_chain_that_guarded_linkage_keeps_apart() {
         (guarded_rule(), vec![vec!["a", "x"], vec!["b"]]),
         (single(), vec![vec!["a", "b", "x"]]),
     ] {
-        let mut d = Deduper::builder()
-            .rule(guarded_rule())
-            .rule(rule)
-            .open(MemoryStore::new())
-            .unwrap();
+        let mut d = with_rule(rule);
         let out = d.process(&records, t(NOW)).unwrap();
         let mut got: Vec<Vec<String>> = ["a", "b"]
             .iter()
@@ -1919,11 +1815,7 @@ fn single_linkage_joins_a_chain_that_guarded_linkage_keeps_apart() {
 
 /// The clusters of `records` processed in batches of `batch`, as sorted lists of ids.
 fn partition(rule: Rule, records: &[Record], batch: usize) -> Vec<Vec<String>> {
-    let mut d = Deduper::builder()
-        .rule(guarded_rule())
-        .rule(rule)
-        .open(MemoryStore::new())
-        .unwrap();
+    let mut d = with_rule(rule);
     for chunk in records.chunks(batch) {
         d.process(chunk, t(NOW)).unwrap();
     }
