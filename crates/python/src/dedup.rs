@@ -10,7 +10,7 @@ use arrow_array::builder::{Float64Builder, StringBuilder, UInt32Builder, UInt64B
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_pyarrow::{FromPyArrow, IntoPyArrow, Table};
 use arrow_schema::{DataType, Field, Schema};
-use neardup::pipeline::{Linkage, Runner, Sink, Source};
+use neardup::pipeline::{BoilerplatePass, Linkage, Runner, Sink, Source};
 use neardup::store::{SqliteStore, WriterLock};
 use neardup::{Decision, Outcome, Record, Rule, Store, TextField, Timestamp};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
@@ -32,13 +32,17 @@ const BATCH: usize = 4096;
 /// A deduplicator over a store, with `neardup dedup`'s rule and profile options.
 ///
 /// Deduper(store=None, *, max_distance=16, min_jaccard=0.8, min_words=1, linkage="single",
-///         chain_floor=0.5, profile="xxh3", shingle=4, bits=64, weighting="tf",
+///         chain_floor=0.5, min_cluster_jaccard=0.74, cluster_quorum=0.75, short_text="chars",
+///         boilerplate=False, boilerplate_share=0.05, boilerplate_min_pages=20,
+///         boilerplate_min_count=10, profile="xxh3", shingle=4, bits=64, weighting="tf",
 ///         tokens="words", stopwords=False, idf=None, detect_language=True, threads=None)
 ///
-/// `store` is an SQLite file (created if missing; one that `neardup dedup` made opens here
-/// and the other way round) or None for memory. While the Deduper is open it holds the
-/// store's writer lock, as the CLI's writers do; `close()` (or leaving a `with` block)
-/// releases it. Safe to share between Python threads: calls take turns.
+/// The options are `neardup dedup`'s, with its defaults. `store` is an SQLite file (created
+/// if missing; one that `neardup dedup` made opens here and the other way round) or None for
+/// memory. While the Deduper is open it holds the store's writer lock, as the CLI's writers
+/// do; `close()` (or leaving a `with` block) releases it. With `boilerplate=True` each
+/// `process` call first learns its records' hosts' boilerplate, as `dedup --boilerplate`
+/// learns from its input. Safe to share between Python threads: calls take turns.
 #[pyclass(frozen, module = "neardup")]
 pub struct Deduper {
     inner: Mutex<Option<Open>>,
@@ -58,6 +62,9 @@ struct Config {
     profile: ProfileOptions,
     rule: Rule,
     detect_language: bool,
+    /// Learn each host's boilerplate from the records of a `process` call first, as
+    /// `neardup dedup --boilerplate` does from its input.
+    boilerplate: Option<BoilerplatePass>,
 }
 
 fn open_store(
@@ -87,7 +94,7 @@ fn open_store(
 #[pymethods]
 impl Deduper {
     #[new]
-    #[pyo3(signature = (store=None, *, max_distance=16, min_jaccard=0.8, min_words=1, linkage="single", chain_floor=0.5, profile="xxh3", shingle=4, bits=64, weighting="tf", tokens="words", stopwords=false, idf=None, detect_language=true, threads=None))]
+    #[pyo3(signature = (store=None, *, max_distance=16, min_jaccard=0.8, min_words=1, linkage="single", chain_floor=0.5, min_cluster_jaccard=0.74, cluster_quorum=0.75, short_text="chars", boilerplate=false, boilerplate_share=0.05, boilerplate_min_pages=20, boilerplate_min_count=neardup::text::DEFAULT_MIN_COUNT, profile="xxh3", shingle=4, bits=64, weighting="tf", tokens="words", stopwords=false, idf=None, detect_language=true, threads=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -97,6 +104,13 @@ impl Deduper {
         min_words: usize,
         linkage: &str,
         chain_floor: f64,
+        min_cluster_jaccard: f64,
+        cluster_quorum: f64,
+        short_text: &str,
+        boilerplate: bool,
+        boilerplate_share: f64,
+        boilerplate_min_pages: u64,
+        boilerplate_min_count: u64,
         profile: &str,
         shingle: usize,
         bits: u32,
@@ -116,12 +130,24 @@ impl Deduper {
                 )))
             }
         };
+        let short_text = match short_text {
+            "chars" => neardup::pipeline::DEFAULT_SHORT_TEXT,
+            "exact" => neardup::pipeline::ShortText::ExactOnly,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "short_text {other:?}: expected \"chars\" or \"exact\""
+                )))
+            }
+        };
         let rule = Rule {
             max_distance,
             min_jaccard,
             min_words,
             linkage,
             chain_floor,
+            min_cluster_jaccard,
+            cluster_quorum,
+            short_text,
             ..Rule::default()
         };
         rule.validate().py_err()?;
@@ -139,6 +165,12 @@ impl Deduper {
             profile,
             rule,
             detect_language,
+            boilerplate: boilerplate.then_some(BoilerplatePass {
+                max_share: boilerplate_share,
+                min_pages: boilerplate_min_pages,
+                min_count: boilerplate_min_count,
+                ..BoilerplatePass::default()
+            }),
         };
         let pool = match options::pool(threads)? {
             Some(p) => p,
@@ -220,13 +252,18 @@ impl Deduper {
             };
             let chunks: Vec<Vec<Item>> = chunked(items);
             let expected = chunks.iter().map(|c| c.len() as u64).sum();
-            Runner::new(&mut open.deduper)
+            let mut runner = Runner::new(&mut open.deduper)
                 .py_err()?
                 .analysis_pool(pool)
-                .expected_records(expected)
-                .run(&Items, chunks, &mut rows, |_| {
-                    Ok(open_store(store, config)?)
-                })?;
+                .expected_records(expected);
+            if let Some(pass) = &config.boilerplate {
+                runner
+                    .learn_boilerplate(&Items, chunks.clone(), pass, |_| {})
+                    .py_err()?;
+            }
+            runner.run(&Items, chunks, &mut rows, |_| {
+                Ok(open_store(store, config)?)
+            })?;
             open.deduper
                 .set_store_meta(DEFAULTS_KEY, DEFAULTS_VERSION)
                 .py_err()?;
@@ -404,6 +441,7 @@ fn text_fields(text: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<String>> {
 type Item = (usize, Result<Record, Rejected>);
 
 /// An unusable record: its id where it has one, and why.
+#[derive(Clone)]
 struct Rejected {
     id: Option<String>,
     reason: String,
@@ -422,8 +460,8 @@ impl Source for Items {
         item.map(|r| (r, pos)).map_err(|e| (pos, e))
     }
 
-    fn host(&self, _: &Item) -> Option<String> {
-        None
+    fn host(&self, (_, item): &Item) -> Option<String> {
+        item.as_ref().ok().and_then(|r| r.effective_host())
     }
 
     fn size(&self, (_, item): &Item) -> usize {

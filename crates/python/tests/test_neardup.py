@@ -295,3 +295,22 @@ def test_calls_from_several_threads(corpus):
         t.join()
     assert not errors
     assert len(d) == 160
+
+
+def test_boilerplate_learned_from_the_records_leaves_a_template_out():
+    def words(seed, n):
+        import random
+        r = random.Random(seed)
+        return " ".join(f"w{r.randrange(50000)}" for _ in range(n))
+
+    template = words(1, 400)
+    pages = [
+        {"id": f"p{i}", "url": f"https://site.example/{i}", "text": f"{template} {words(100 + i, 40)}"}
+        for i in range(30)
+    ]
+    with neardup.Deduper() as d:
+        merged = [r for r in d.process(pages).to_pylist() if r["decision"] == "merged"]
+    assert merged  # the template alone makes the pages near-duplicates
+    with neardup.Deduper(boilerplate=True, boilerplate_min_pages=10) as d:
+        rows = d.process(pages).to_pylist()
+    assert [r["decision"] for r in rows] == ["kept"] * 30
