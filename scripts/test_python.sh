@@ -14,5 +14,7 @@ fi
 "$VENV/bin/pip" install -q numpy pyarrow pytest pandas
 # The README's install command (rebuilt from the tree every time), its build kept under target/.
 CARGO_TARGET_DIR="$ROOT/target/python" "$VENV/bin/pip" install -q --force-reinstall --no-deps ./crates/python
-[ -x target/debug/neardup ] || cargo build -q -p neardup-cli
-NEARDUP_BIN="$ROOT/target/debug/neardup" "$VENV/bin/python" -m pytest -q crates/python/tests "$@"
+# The CLI the tests compare with: the workspace's debug build (where CARGO_TARGET_DIR puts it).
+TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
+[ -x "$TARGET/debug/neardup" ] || cargo build -q -p neardup-cli
+NEARDUP_BIN="$TARGET/debug/neardup" "$VENV/bin/python" -m pytest -q crates/python/tests "$@"
