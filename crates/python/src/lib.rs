@@ -14,6 +14,8 @@ mod errors;
 mod fingerprint;
 mod index;
 mod options;
+mod records;
+mod rows;
 mod texts;
 
 #[pymodule]
