@@ -3,13 +3,16 @@
 //! records, repeated ids, malformed JSON, invalid UTF-8, fields of the wrong type, empty
 //! and huge fields, NUL bytes, compressed and truncated streams), and nothing panics.
 
+mod common;
+
 use std::collections::{BTreeSet, HashMap};
 use std::io::{Read, Write};
-use std::path::Path;
 use std::process::Command;
 
 use proptest::prelude::*;
 use serde_json::{json, Value};
+
+use common::{lines as read_lines, report};
 
 /// One line of generated input.
 #[derive(Debug, Clone)]
@@ -181,14 +184,6 @@ fn gunzip_prefix(data: &[u8]) -> Vec<u8> {
     }
 }
 
-fn read_lines(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("JSON line"))
-        .collect()
-}
-
 /// Runs dedup on the lines stored as `storage` and checks the accounting.
 fn check(lines: &[Line], storage: Storage) -> Result<(), TestCaseError> {
     let dir = tempfile::tempdir().unwrap();
@@ -236,8 +231,7 @@ fn check(lines: &[Line], storage: Storage) -> Result<(), TestCaseError> {
     );
     prop_assert!(!stderr.contains("panicked"), "{stderr}");
     let o = dir.path().join("out");
-    let report: Value =
-        serde_json::from_str(&std::fs::read_to_string(o.join("report.json")).unwrap()).unwrap();
+    let report = report(&o);
     let kept = read_lines(&o.join("kept.jsonl"));
     let merges = read_lines(&o.join("merges.jsonl"));
     let rejects = read_lines(&o.join("rejects.jsonl"));

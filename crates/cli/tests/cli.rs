@@ -1,50 +1,13 @@
 //! Runs the built `neardup` binary in a temporary directory, as a user would.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+mod common;
 
 use std::io::Write;
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn neardup(dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> Run {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_neardup"))
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary runs");
-    {
-        let mut pipe = child.stdin.take().expect("stdin");
-        // A command that fails on its arguments exits without reading: a broken pipe here
-        // is part of what the test observes, not a failure of the harness.
-        if let Err(e) = pipe.write_all(stdin.unwrap_or_default()) {
-            assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "write stdin: {e}");
-        }
-    }
-    let Output {
-        status,
-        stdout,
-        stderr,
-    } = child.wait_with_output().expect("wait");
-    Run {
-        code: status.code().unwrap_or(-1),
-        stdout: String::from_utf8(stdout).expect("utf-8 stdout"),
-        stderr: String::from_utf8(stderr).expect("utf-8 stderr"),
-    }
-}
-
-fn fixture(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../neardup/tests/data")
-        .join(rel)
-}
+use common::{
+    argv, assert_contains, cmd, data as fixture, lines as json_lines, neardup, neardup_stdin,
+    report,
+};
 
 fn is_hex(s: &str, digits: usize) -> bool {
     s.len() == digits
@@ -65,7 +28,7 @@ fn fingerprint_prints_one_line_per_file() {
         "the QUICK brown fox, jumps over the lazy dog!",
     )
     .unwrap();
-    let run = neardup(dir.path(), &["fingerprint", "a.txt", "b.txt"], None);
+    let run = neardup(dir.path(), &["fingerprint", "a.txt", "b.txt"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let lines: Vec<(&str, &str)> = run
         .stdout
@@ -85,7 +48,7 @@ fn fingerprint_prints_one_line_per_file() {
 fn lines_mode_numbers_documents_and_reports_bad_lines() {
     let dir = tempfile::tempdir().unwrap();
     let input = b"hello world\n\nthe quick brown fox\n\xff\xfe broken\n!!! ...\nlast line here\n";
-    let run = neardup(dir.path(), &["fingerprint", "--lines"], Some(input));
+    let run = neardup_stdin(dir.path(), &["fingerprint", "--lines"], input);
     assert_eq!(run.code, 2, "bad lines make the exit code 2");
     let ids: Vec<&str> = run
         .stdout
@@ -93,16 +56,8 @@ fn lines_mode_numbers_documents_and_reports_bad_lines() {
         .map(|l| l.split('\t').next().unwrap())
         .collect();
     assert_eq!(ids, ["1", "3", "6"]);
-    assert!(
-        run.stderr.contains("<stdin>:4: invalid UTF-8 at byte 0"),
-        "{}",
-        run.stderr
-    );
-    assert!(
-        run.stderr.contains("<stdin>:5: no words to fingerprint"),
-        "{}",
-        run.stderr
-    );
+    assert_contains(&run.stderr, "<stdin>:4: invalid UTF-8 at byte 0");
+    assert_contains(&run.stderr, "<stdin>:5: no words to fingerprint");
 }
 
 #[test]
@@ -118,7 +73,7 @@ fn jsonl_errors_name_file_line_and_field() {
         "{\"body\":\"custom field\"}\n",
     );
     std::fs::write(dir.path().join("in.jsonl"), jsonl).unwrap();
-    let run = neardup(dir.path(), &["fingerprint", "--jsonl", "in.jsonl"], None);
+    let run = neardup(dir.path(), &["fingerprint", "--jsonl", "in.jsonl"]);
     assert_eq!(run.code, 2);
     let ids: Vec<&str> = run
         .stdout
@@ -138,7 +93,6 @@ fn jsonl_errors_name_file_line_and_field() {
     let custom = neardup(
         dir.path(),
         &["fingerprint", "--jsonl", "--text-field", "body", "in.jsonl"],
-        None,
     );
     let ids: Vec<&str> = custom
         .stdout
@@ -160,13 +114,8 @@ fn invalid_utf8_file_is_named() {
         b"valid start \xc3\x28 then junk",
     )
     .unwrap();
-    let run = neardup(dir.path(), &["fingerprint", "bad.txt"], None);
-    assert_eq!(run.code, 2);
-    assert!(
-        run.stderr.contains("bad.txt: invalid UTF-8 at byte 12"),
-        "{}",
-        run.stderr
-    );
+    let run = neardup(dir.path(), &["fingerprint", "bad.txt"]);
+    run.assert_fails(2, "bad.txt: invalid UTF-8 at byte 12");
 }
 
 #[test]
@@ -187,7 +136,6 @@ fn blake2b_profile_matches_the_python_reference_golden() {
             "blake2b",
             path.to_str().unwrap(),
         ],
-        None,
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(run.stdout.trim().rsplit('\t').next(), Some(want));
@@ -196,36 +144,26 @@ fn blake2b_profile_matches_the_python_reference_golden() {
 #[test]
 fn wide_fingerprints_have_32_digits_and_options_are_validated() {
     let dir = tempfile::tempdir().unwrap();
-    let run = neardup(
+    let run = neardup_stdin(
         dir.path(),
         &["fingerprint", "--lines", "--bits", "128"],
-        Some(b"some words here\n"),
+        b"some words here\n",
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(is_hex(run.stdout.trim().split('\t').nth(1).unwrap(), 32));
-    let bad = neardup(dir.path(), &["fingerprint", "--bits", "96"], Some(b"x"));
+    let bad = neardup_stdin(dir.path(), &["fingerprint", "--bits", "96"], b"x");
     assert_eq!(bad.code, 3, "an error");
-    assert!(bad.stderr.contains("64 or 128"), "{}", bad.stderr);
-    let bad = neardup(
-        dir.path(),
-        &["fingerprint", "--shingle-width", "0"],
-        Some(b"x"),
-    );
-    assert_eq!(bad.code, 3);
-    assert!(bad.stderr.contains("shingle_width"), "{}", bad.stderr);
-    let bad = neardup(
+    assert_contains(&bad.stderr, "64 or 128");
+    let bad = neardup_stdin(dir.path(), &["fingerprint", "--shingle-width", "0"], b"x");
+    bad.assert_fails(3, "shingle_width");
+    let bad = neardup_stdin(
         dir.path(),
         &["fingerprint", "--field-weight", "title=0"],
-        Some(b"x"),
+        b"x",
     );
-    assert!(bad.stderr.contains("at least 1"), "{}", bad.stderr);
-    let bad = neardup(
-        dir.path(),
-        &["fingerprint", "--weighting", "idf"],
-        Some(b"x"),
-    );
-    assert_eq!(bad.code, 3);
-    assert!(bad.stderr.contains("--idf FILE"), "{}", bad.stderr);
+    assert_contains(&bad.stderr, "at least 1");
+    let bad = neardup_stdin(dir.path(), &["fingerprint", "--weighting", "idf"], b"x");
+    bad.assert_fails(3, "--idf FILE");
 }
 
 #[test]
@@ -233,17 +171,10 @@ fn field_weights_change_the_fingerprint() {
     let dir = tempfile::tempdir().unwrap();
     let line = "{\"id\":\"r\",\"title\":\"a title about something\",\"body_text\":\"and a body that talks about something else entirely at length\"}\n";
     std::fs::write(dir.path().join("in.jsonl"), line).unwrap();
-    let plain = neardup(dir.path(), &["fingerprint", "--jsonl", "in.jsonl"], None);
-    let heavy = neardup(
+    let plain = neardup(dir.path(), &["fingerprint", "--jsonl", "in.jsonl"]);
+    let heavy = cmd(
         dir.path(),
-        &[
-            "fingerprint",
-            "--jsonl",
-            "--field-weight",
-            "title=5",
-            "in.jsonl",
-        ],
-        None,
+        "fingerprint --jsonl --field-weight title=5 in.jsonl",
     );
     assert_eq!(plain.code, 0);
     assert_eq!(heavy.code, 0);
@@ -265,51 +196,26 @@ fn idf_table_is_built_and_used() {
     let built = neardup(
         dir.path(),
         &["idf", "--lines", "corpus.txt", "--out", "t.idf"],
-        None,
     );
-    assert_eq!(built.code, 0, "{}", built.stderr);
-    assert!(built.stderr.contains("30 documents"), "{}", built.stderr);
-    let run = neardup(
+    built.assert_fails(0, "30 documents");
+    let run = cmd(
         dir.path(),
-        &[
-            "fingerprint",
-            "--lines",
-            "--weighting",
-            "idf",
-            "--idf",
-            "t.idf",
-            "corpus.txt",
-        ],
-        None,
+        "fingerprint --lines --weighting idf --idf t.idf corpus.txt",
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(run.stdout.lines().count(), 30);
     std::fs::write(dir.path().join("junk.idf"), "not a table at all").unwrap();
-    let bad = neardup(
+    let bad = cmd(
         dir.path(),
-        &[
-            "fingerprint",
-            "--lines",
-            "--weighting",
-            "idf",
-            "--idf",
-            "junk.idf",
-            "corpus.txt",
-        ],
-        None,
+        "fingerprint --lines --weighting idf --idf junk.idf corpus.txt",
     );
-    assert_eq!(bad.code, 3);
-    assert!(
-        bad.stderr.contains("junk.idf: not an IDF table"),
-        "{}",
-        bad.stderr
-    );
+    bad.assert_fails(3, "junk.idf: not an IDF table");
 }
 
 #[test]
 fn help_documents_every_option() {
     let dir = tempfile::tempdir().unwrap();
-    let run = neardup(dir.path(), &["fingerprint", "--help"], None);
+    let run = neardup(dir.path(), &["fingerprint", "--help"]);
     assert_eq!(run.code, 0);
     for opt in [
         "--lines",
@@ -325,19 +231,6 @@ fn help_documents_every_option() {
     ] {
         assert!(run.stdout.contains(opt), "--help lacks {opt}");
     }
-}
-
-fn json_lines(path: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a JSON line"))
-        .collect()
-}
-
-fn report(out: &Path) -> serde_json::Value {
-    let text = std::fs::read_to_string(out.join("report.json")).expect("report.json");
-    serde_json::from_str(&text).expect("a JSON report")
 }
 
 /// Three records of distinct prose, as JSON Lines.
@@ -375,7 +268,7 @@ fn issue_41_jsonl_files_are_read_as_json_lines_without_a_flag() {
     std::fs::write(dir.path().join("data.ndjson"), &jsonl).unwrap();
     std::fs::write(dir.path().join("data.jsonl.gz"), gzip(jsonl.as_bytes())).unwrap();
     for name in ["data.jsonl", "data.ndjson", "data.jsonl.gz"] {
-        let run = neardup(dir.path(), &["fingerprint", name], None);
+        let run = neardup(dir.path(), &["fingerprint", name]);
         assert_eq!(run.code, 0, "{name}: {}", run.stderr);
         let ids: Vec<&str> = run
             .stdout
@@ -389,7 +282,6 @@ fn issue_41_jsonl_files_are_read_as_json_lines_without_a_flag() {
         let run = neardup(
             dir.path(),
             &["dedup", name, "--out", &out, "--store", &store, "--quiet"],
-            None,
         );
         assert_eq!(run.code, 0, "{name}: {}", run.stderr);
         let report = report(&dir.path().join(&out));
@@ -400,19 +292,13 @@ fn issue_41_jsonl_files_are_read_as_json_lines_without_a_flag() {
     }
     // Both kinds named without a flag: the message says which flag to pass.
     std::fs::write(dir.path().join("notes.txt"), "some plain words").unwrap();
-    let run = neardup(
-        dir.path(),
-        &["fingerprint", "data.jsonl", "notes.txt"],
-        None,
-    );
-    assert_eq!(run.code, 3);
-    assert!(run.stderr.contains("pass --jsonl"), "{}", run.stderr);
+    let run = neardup(dir.path(), &["fingerprint", "data.jsonl", "notes.txt"]);
+    run.assert_fails(3, "pass --jsonl");
     assert!(run.stdout.is_empty(), "nothing read: {}", run.stdout);
     // A flag overrides the name: the file is one document.
     let run = neardup(
         dir.path(),
         &["fingerprint", "--format", "text", "data.jsonl"],
-        None,
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(run.stdout.lines().count(), 1);
@@ -426,24 +312,16 @@ fn issue_41_json_field_flags_work_with_detected_json_lines_and_not_with_text() {
         "{\"key\": \"k1\", \"body\": \"a custom field with words\"}\n",
     )
     .unwrap();
-    let run = neardup(
+    let run = cmd(
         dir.path(),
-        &[
-            "fingerprint",
-            "--id-field",
-            "key",
-            "--text-field",
-            "body",
-            "in.jsonl",
-        ],
-        None,
+        "fingerprint --id-field key --text-field body in.jsonl",
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(run.stdout.starts_with("k1\t"), "{}", run.stdout);
-    let run = neardup(
+    let run = neardup_stdin(
         dir.path(),
         &["fingerprint", "--lines", "--text-field", "body"],
-        Some(b"words\n"),
+        b"words\n",
     );
     assert_eq!(run.code, 3);
     assert!(
@@ -464,18 +342,9 @@ fn issue_41_a_text_file_that_starts_with_a_brace_warns_once() {
     for args in [
         &["fingerprint", "data.txt", "plain.txt"][..],
         &["fingerprint", "--lines", "data.txt", "plain.txt"],
-        &[
-            "dedup",
-            "data.txt",
-            "plain.txt",
-            "--out",
-            "o",
-            "--store",
-            "s.db",
-            "--quiet",
-        ],
+        &argv("dedup data.txt plain.txt --out o --store s.db --quiet"),
     ] {
-        let run = neardup(dir.path(), args, None);
+        let run = neardup(dir.path(), args);
         assert_eq!(run.code, 0, "{args:?}: {}", run.stderr);
         assert_eq!(
             run.stderr.matches(warning).count(),
@@ -483,15 +352,11 @@ fn issue_41_a_text_file_that_starts_with_a_brace_warns_once() {
             "{args:?}: {}",
             run.stderr
         );
-        assert!(run.stderr.contains("pass --jsonl"), "{}", run.stderr);
+        assert_contains(&run.stderr, "pass --jsonl");
         assert!(!run.stderr.contains("plain.txt"), "{}", run.stderr);
     }
-    let run = neardup(dir.path(), &["fingerprint"], Some(jsonl.as_bytes()));
-    assert!(
-        run.stderr.contains("<stdin> starts with '{'"),
-        "{}",
-        run.stderr
-    );
+    let run = neardup_stdin(dir.path(), &["fingerprint"], jsonl.as_bytes());
+    assert_contains(&run.stderr, "<stdin> starts with '{'");
 }
 
 #[test]
@@ -504,18 +369,9 @@ fn issue_41_a_missing_input_is_an_error_naming_it() {
         &["idf", "data.jsonl", "missing.jsonl", "--out", "t.idf"],
         &["label", "--input", "data.jsonl", "--input", "missing.jsonl"],
         &["query", "--file", "missing.jsonl"],
-        &[
-            "dedup",
-            "data.jsonl",
-            "missing.jsonl",
-            "--out",
-            "o",
-            "--store",
-            "s.db",
-            "--quiet",
-        ],
+        &argv("dedup data.jsonl missing.jsonl --out o --store s.db --quiet"),
     ] {
-        let run = neardup(dir.path(), args, None);
+        let run = neardup(dir.path(), args);
         assert_eq!(run.code, 3, "{args:?} exits {}: {}", run.code, run.stderr);
         assert!(run.stderr.contains(want), "{args:?}: {}", run.stderr);
         assert!(
@@ -528,13 +384,8 @@ fn issue_41_a_missing_input_is_an_error_naming_it() {
         !dir.path().join("o/rejects.jsonl").exists(),
         "no run started"
     );
-    let run = neardup(dir.path(), &["fingerprint", "no-such-dir/"], None);
-    assert_eq!(run.code, 3);
-    assert!(
-        run.stderr.contains("cannot open input no-such-dir/"),
-        "{}",
-        run.stderr
-    );
+    let run = neardup(dir.path(), &["fingerprint", "no-such-dir/"]);
+    run.assert_fails(3, "cannot open input no-such-dir/");
 }
 
 #[test]
@@ -543,7 +394,7 @@ fn issue_41_a_directory_names_the_files_it_skips() {
     std::fs::create_dir(dir.path().join("in")).unwrap();
     std::fs::write(dir.path().join("in/data.jsonl"), three_records()).unwrap();
     std::fs::write(dir.path().join("in/logo.png"), b"\x89PNG").unwrap();
-    let run = neardup(dir.path(), &["fingerprint", "in"], None);
+    let run = neardup(dir.path(), &["fingerprint", "in"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(
         run.stdout.lines().count(),
@@ -560,9 +411,8 @@ fn issue_41_a_directory_names_the_files_it_skips() {
     // With documents beside it, the directory is read as documents and the JSON Lines
     // file is named, with the flag that reads it.
     std::fs::write(dir.path().join("in/page.txt"), "a page of plain words").unwrap();
-    let run = neardup(dir.path(), &["idf", "in", "--out", "t.idf"], None);
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(run.stderr.contains("1 documents"), "{}", run.stderr);
+    let run = neardup(dir.path(), &["idf", "in", "--out", "t.idf"]);
+    run.assert_fails(0, "1 documents");
     assert!(
         run.stderr.contains("skipped 2 files")
             && run.stderr.contains("data.jsonl, ")
@@ -575,7 +425,6 @@ fn issue_41_a_directory_names_the_files_it_skips() {
         &[
             "dedup", "--jsonl", "in", "--out", "o", "--store", "s.db", "--quiet",
         ],
-        None,
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(report(&dir.path().join("o"))["kept"], 3);
@@ -598,7 +447,6 @@ fn issue_41_rejects_keep_the_id_and_say_what_was_wrong() {
         &[
             "dedup", "in.jsonl", "--out", "o", "--store", "s.db", "--quiet",
         ],
-        None,
     );
     assert_eq!(run.code, 2, "{}", run.stderr);
     let rejects = json_lines(&dir.path().join("o/rejects.jsonl"));
@@ -628,19 +476,9 @@ fn query_file_reads_one_json_object_by_name() {
     let dir = tempfile::tempdir().unwrap();
     let records = three_records();
     std::fs::write(dir.path().join("data.jsonl"), &records).unwrap();
-    let run = neardup(
+    let run = cmd(
         dir.path(),
-        &[
-            "dedup",
-            "--jsonl",
-            "data.jsonl",
-            "--out",
-            "o",
-            "--store",
-            "s.db",
-            "--quiet",
-        ],
-        None,
+        "dedup --jsonl data.jsonl --out o --store s.db --quiet",
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
     let first = records.lines().next().unwrap();
@@ -648,7 +486,6 @@ fn query_file_reads_one_json_object_by_name() {
     let run = neardup(
         dir.path(),
         &["query", "--store", "s.db", "--file", "one.json", "--json"],
-        None,
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
     let hits: serde_json::Value = serde_json::from_str(&run.stdout).expect("JSON");
@@ -659,22 +496,11 @@ fn query_file_reads_one_json_object_by_name() {
         &[
             "query", "--store", "s.db", "--file", "one.json", "--format", "text",
         ],
-        None,
     );
-    assert!(
-        run.stderr.contains("one.json starts with '{'"),
-        "{}",
-        run.stderr
-    );
+    assert_contains(&run.stderr, "one.json starts with '{'");
     let run = neardup(
         dir.path(),
         &["query", "--store", "s.db", "--file", "data.jsonl"],
-        None,
     );
-    assert_eq!(run.code, 3);
-    assert!(
-        run.stderr.contains("data.jsonl holds 3 records"),
-        "{}",
-        run.stderr
-    );
+    run.assert_fails(3, "data.jsonl holds 3 records");
 }

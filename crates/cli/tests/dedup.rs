@@ -1,43 +1,16 @@
 //! `neardup dedup` and the commands around its store, run as a user would.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn neardup(dir: &Path, args: &[&str]) -> Run {
-    let out = Command::new(env!("CARGO_BIN_EXE_neardup"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("the binary runs");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
+use common::{argv, assert_contains, cmd, lines, neardup, report, Run};
 
 fn example() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/data/debian-copyright.jsonl.gz")
-}
-
-fn lines(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("JSON line"))
-        .collect()
-}
-
-fn report(dir: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap()
 }
 
 /// A paragraph of real-looking prose, distinct per seed.
@@ -108,11 +81,7 @@ fn bundled_example_is_deduplicated_and_a_rerun_completes_without_double_merges()
     assert_eq!(merges.len() as u64, r["merged"].as_u64().unwrap());
     let fused = r["decisions"]["fused_clusters"].as_u64().unwrap();
     assert!(fused <= r["merged"].as_u64().unwrap());
-    assert!(
-        run.stderr.contains(&format!("short near, {fused} fused)")),
-        "{}",
-        run.stderr
-    );
+    assert_contains(&run.stderr, &format!("short near, {fused} fused)"));
     for m in &merges {
         for key in [
             "kept",
@@ -178,12 +147,7 @@ fn bundled_example_is_deduplicated_and_a_rerun_completes_without_double_merges()
             "blake2b",
         ],
     );
-    assert_eq!(other.code, 3);
-    assert!(
-        other.stderr.contains("fingerprint profile"),
-        "{}",
-        other.stderr
-    );
+    other.assert_fails(3, "fingerprint profile");
 }
 
 #[test]
@@ -238,12 +202,7 @@ fn bad_records_go_to_rejects_with_file_line_and_reason() {
             "dedup", "--jsonl", "in.jsonl", "--out", "o2", "--store", "t.db", "--strict",
         ],
     );
-    assert_eq!(strict.code, 3);
-    assert!(
-        strict.stderr.contains("in.jsonl:2: malformed JSON"),
-        "{}",
-        strict.stderr
-    );
+    strict.assert_fails(3, "in.jsonl:2: malformed JSON");
 }
 
 #[test]
@@ -311,18 +270,9 @@ fn directories_of_html_and_text_compressed_input_query_and_erase() {
     let zst = zstd_compress(jsonl.as_bytes());
     std::fs::write(dir.path().join("in.jsonl.zst"), zst).unwrap();
     std::fs::write(dir.path().join("in.jsonl.bz2"), b"BZh9...").unwrap();
-    let run = neardup(
+    let run = cmd(
         dir.path(),
-        &[
-            "dedup",
-            "--jsonl",
-            "in.jsonl.zst",
-            "in.jsonl.bz2",
-            "--out",
-            "o2",
-            "--store",
-            "t.db",
-        ],
+        "dedup --jsonl in.jsonl.zst in.jsonl.bz2 --out o2 --store t.db",
     );
     assert_eq!(run.code, 2, "the .bz2 file is rejected: {}", run.stderr);
     let r = report(&dir.path().join("o2"));
@@ -432,19 +382,9 @@ const TEMPLATE: &str = "home news sport weather contact about privacy terms subs
 /// A run with boilerplate learning on (`--boilerplate`) over `lines`.
 fn dedup_lines(dir: &Path, lines: &[String]) -> Value {
     std::fs::write(dir.join("in.jsonl"), lines.join("\n")).unwrap();
-    let run = neardup(
+    let run = cmd(
         dir,
-        &[
-            "dedup",
-            "--jsonl",
-            "in.jsonl",
-            "--out",
-            "out",
-            "--store",
-            "s.db",
-            "-q",
-            "--boilerplate",
-        ],
+        "dedup --jsonl in.jsonl --out out --store s.db -q --boilerplate",
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
     report(&dir.join("out"))
@@ -504,18 +444,9 @@ fn a_crawl_mirrored_to_disk_learns_boilerplate_per_host_directory() {
             std::fs::write(path.join(format!("{i}.html")), page(n)).unwrap();
         }
     }
-    let run = neardup(
+    let run = cmd(
         dir.path(),
-        &[
-            "dedup",
-            "mirror",
-            "--out",
-            "out",
-            "--store",
-            "s.db",
-            "-q",
-            "--boilerplate",
-        ],
+        "dedup mirror --out out --store s.db -q --boilerplate",
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
     let r = report(&dir.path().join("out"));
@@ -835,16 +766,9 @@ fn a_second_run_on_a_store_waits_for_the_first_and_both_account_for_their_input(
     }
     std::fs::write(dir.path().join("in.jsonl"), input).unwrap();
     let long = Command::new(env!("CARGO_BIN_EXE_neardup"))
-        .args([
-            "dedup",
-            "in.jsonl",
-            "--out",
-            "out-long",
-            "--store",
-            "s.db",
-            "--batch-size",
-            "32",
-        ])
+        .args(argv(
+            "dedup in.jsonl --out out-long --store s.db --batch-size 32",
+        ))
         .current_dir(dir.path())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
@@ -855,29 +779,11 @@ fn a_second_run_on_a_store_waits_for_the_first_and_both_account_for_their_input(
     let line = serde_json::json!({"id": "s0", "body_text": text_of(7)});
     std::fs::write(dir.path().join("short.jsonl"), format!("{line}\n")).unwrap();
     // Refused at once with --no-wait, naming the holder (unless the long run just ended).
-    let refused = neardup(
+    let refused = cmd(
         dir.path(),
-        &[
-            "dedup",
-            "short.jsonl",
-            "--out",
-            "out-refused",
-            "--store",
-            "s.db",
-            "--no-wait",
-        ],
+        "dedup short.jsonl --out out-refused --store s.db --no-wait",
     );
-    let short = neardup(
-        dir.path(),
-        &[
-            "dedup",
-            "short.jsonl",
-            "--out",
-            "out-short",
-            "--store",
-            "s.db",
-        ],
-    );
+    let short = cmd(dir.path(), "dedup short.jsonl --out out-short --store s.db");
     let long = long.wait_with_output().unwrap();
     assert!(
         long.status.success(),
@@ -1026,24 +932,11 @@ fn issue_41_exit_codes_follow_the_documented_table() {
         &["dedup", "ok.jsonl", "--out", "o1", "--store", "s1.db"],
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let run = neardup(
+    let run = cmd(
         dir.path(),
-        &[
-            "dedup",
-            "dup.jsonl",
-            "--out",
-            "o2",
-            "--store",
-            "s2.db",
-            "--strict",
-        ],
+        "dedup dup.jsonl --out o2 --store s2.db --strict",
     );
-    assert_eq!(run.code, 3, "{}", run.stderr);
-    assert!(
-        run.stderr.contains("dup.jsonl:2: duplicate id"),
-        "{}",
-        run.stderr
-    );
+    run.assert_fails(3, "dup.jsonl:2: duplicate id");
 }
 
 #[test]
@@ -1059,18 +952,7 @@ fn issue_41_a_busy_store_is_refused_with_no_wait_naming_its_holder() {
     wait_for_lock(&dir.path().join("s.db"), "neardup serve");
     let good = serde_json::json!({"id": "a", "body_text": prose(1)});
     std::fs::write(dir.path().join("in.jsonl"), format!("{good}\n")).unwrap();
-    let run = neardup(
-        dir.path(),
-        &[
-            "dedup",
-            "in.jsonl",
-            "--out",
-            "o",
-            "--store",
-            "s.db",
-            "--no-wait",
-        ],
-    );
+    let run = cmd(dir.path(), "dedup in.jsonl --out o --store s.db --no-wait");
     let _ = server.kill();
     let _ = server.wait();
     assert_eq!(run.code, 5, "{}", run.stderr);
@@ -1084,18 +966,7 @@ fn issue_41_a_busy_store_is_refused_with_no_wait_naming_its_holder() {
     );
     assert!(!dir.path().join("o/report.json").exists());
     // Once the server is gone, the same run goes through.
-    let run = neardup(
-        dir.path(),
-        &[
-            "dedup",
-            "in.jsonl",
-            "--out",
-            "o",
-            "--store",
-            "s.db",
-            "--no-wait",
-        ],
-    );
+    let run = cmd(dir.path(), "dedup in.jsonl --out o --store s.db --no-wait");
     assert_eq!(run.code, 0, "{}", run.stderr);
 }
 
@@ -1161,7 +1032,7 @@ fn issue_36_single_linkage_chains_are_reported_and_pairs_listed() {
     assert_eq!(groups[0]["size"], 10);
     assert!(groups[0]["weakest_pairs"][0]["jaccard"].as_f64().unwrap() < 0.5);
     assert_eq!(r["largest_group"]["suspicious"], true);
-    assert!(single.stderr.contains("is suspicious"), "{}", single.stderr);
+    assert_contains(&single.stderr, "is suspicious");
     // Every neighbouring pair was verified, and is listed once with its scores.
     let pairs = lines(&dir.path().join("out-single-0/pairs.jsonl"));
     for i in 1..10 {
@@ -1200,16 +1071,9 @@ fn issue_36_single_linkage_chains_are_reported_and_pairs_listed() {
         pairs.len()
     );
     // Without --pairs, no pairs.jsonl (an old one is removed).
-    let again = neardup(
+    let again = cmd(
         dir.path(),
-        &[
-            "dedup",
-            "in.jsonl",
-            "--out",
-            "out-single-0",
-            "--store",
-            "single-0.db",
-        ],
+        "dedup in.jsonl --out out-single-0 --store single-0.db",
     );
     assert_eq!(again.code, 0, "{}", again.stderr);
     assert!(!dir.path().join("out-single-0/pairs.jsonl").exists());
@@ -1242,11 +1106,7 @@ fn issue_36_a_store_decided_under_the_old_defaults_is_told_they_changed() {
     let third = run("b.jsonl");
     assert_eq!(third.code, 0, "{}", third.stderr);
     assert!(third.stderr.contains(note), "{}", third.stderr);
-    assert!(
-        third.stderr.contains("--linkage guarded"),
-        "{}",
-        third.stderr
-    );
+    assert_contains(&third.stderr, "--linkage guarded");
     // Said once: the run records this release's defaults.
     assert!(!run("a.jsonl").stderr.contains(note));
 }

@@ -4,45 +4,20 @@
 //! Golden outputs sit next to the fixtures; `NEARDUP_BLESS=1 cargo test -p neardup-cli --test
 //! tune` rewrites them.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
+
+use std::path::PathBuf;
 
 use serde_json::Value;
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
+use common::{assert_contains, cmd, neardup, neardup_env};
 
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../neardup/tests/data/tune")
+    common::data("tune")
 }
 
 fn fixture(name: &str) -> String {
     fixtures().join(name).display().to_string()
-}
-
-fn neardup_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_neardup"));
-    cmd.args(args).current_dir(dir);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let Output {
-        status,
-        stdout,
-        stderr,
-    } = cmd.output().expect("the binary runs");
-    Run {
-        code: status.code().unwrap_or(-1),
-        stdout: String::from_utf8(stdout).expect("utf-8 stdout"),
-        stderr: String::from_utf8(stderr).expect("utf-8 stderr"),
-    }
-}
-
-fn neardup(dir: &Path, args: &[&str]) -> Run {
-    neardup_env(dir, args, &[])
 }
 
 /// Compares with a golden file, or rewrites it under NEARDUP_BLESS=1; shows a line diff.
@@ -103,21 +78,7 @@ fn tune_golden_on_the_fixed_labelled_set() {
 
 #[test]
 fn tune_json_has_the_full_grid_and_the_recommendation() {
-    let run = neardup(
-        &fixtures(),
-        &[
-            "tune",
-            "--pairs",
-            "pairs.jsonl",
-            "--json",
-            "--target-jaccard",
-            "0.8",
-            "--target-recall",
-            "0.9",
-            "--records",
-            "5000000",
-        ],
-    );
+    let run = cmd(&fixtures(), "tune --pairs pairs.jsonl --json --target-jaccard 0.8 --target-recall 0.9 --records 5000000");
     assert_eq!(run.code, 0, "{}", run.stderr);
     let v: Value = serde_json::from_str(&run.stdout).expect("JSON");
     assert_eq!(v["pairs"], 46);
@@ -174,16 +135,9 @@ fn tsv_and_jsonl_pairs_agree() {
 
 #[test]
 fn ids_resolve_against_a_corpus() {
-    let run = neardup(
+    let run = cmd(
         &fixtures(),
-        &[
-            "tune",
-            "--pairs",
-            "truth.jsonl",
-            "--input",
-            "corpus.jsonl",
-            "--json",
-        ],
+        "tune --pairs truth.jsonl --input corpus.jsonl --json",
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
     let v: Value = serde_json::from_str(&run.stdout).unwrap();
@@ -224,12 +178,7 @@ fn bad_pairs_files_name_the_file_and_line() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("one.tsv"), "just one column\n").unwrap();
     let run = neardup(dir.path(), &["tune", "--pairs", "one.tsv"]);
-    assert_eq!(run.code, 3);
-    assert!(
-        run.stderr.contains("one.tsv:1: missing side b"),
-        "{}",
-        run.stderr
-    );
+    run.assert_fails(3, "one.tsv:1: missing side b");
     std::fs::write(
         dir.path().join("weight.jsonl"),
         "{\"a\": \"x\", \"b\": \"y\", \"duplicate\": true, \"weight\": -1}\n",
@@ -251,12 +200,7 @@ fn bad_pairs_files_name_the_file_and_line() {
             "out.gif",
         ],
     );
-    assert_eq!(run.code, 3);
-    assert!(
-        run.stderr.contains("must end in .png or .svg"),
-        "{}",
-        run.stderr
-    );
+    run.assert_fails(3, "must end in .png or .svg");
 }
 
 /// Checks a PNG's chunk structure and CRCs: signature, IHDR first with the size, IEND last.
@@ -322,7 +266,7 @@ fn plots_are_valid_png_and_svg() {
         assert!(text.trim_end().ends_with("</svg>"));
         assert!(text.contains("<polyline") || text.contains("<path"));
         if stem == "without" {
-            assert!(run.stderr.contains("drawn without text"), "{}", run.stderr);
+            assert_contains(&run.stderr, "drawn without text");
             assert!(!text.contains("<text"));
         }
     }
@@ -354,15 +298,9 @@ fn unlabelled_pairs_answer_only_the_inverse_question() {
         "{}",
         refused.stderr
     );
-    let inverse = neardup(
+    let inverse = cmd(
         dir.path(),
-        &[
-            "tune",
-            "--pairs",
-            "unlabelled.jsonl",
-            "--target-jaccard",
-            "0.8",
-        ],
+        "tune --pairs unlabelled.jsonl --target-jaccard 0.8",
     );
     assert_eq!(inverse.code, 0, "{}", inverse.stderr);
     assert!(inverse.stdout.contains("inverse: to propose 95% of the"));
@@ -383,12 +321,7 @@ fn label_samples_pairs_over_distance_buckets() {
         "pairs.jsonl",
     ];
     let run = neardup(dir.path(), &args);
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(
-        run.stderr.contains("20 pairs from 54 records"),
-        "{}",
-        run.stderr
-    );
+    run.assert_fails(0, "20 pairs from 54 records");
     let text = std::fs::read_to_string(dir.path().join("pairs.jsonl")).unwrap();
     let lines: Vec<Value> = text
         .lines()
@@ -428,15 +361,9 @@ fn label_samples_pairs_over_distance_buckets() {
 
 #[test]
 fn eval_golden_on_hand_made_clusters() {
-    let run = neardup(
+    let run = cmd(
         &fixtures(),
-        &[
-            "eval",
-            "--truth",
-            "truth.jsonl",
-            "--predicted",
-            "clusters.jsonl",
-        ],
+        "eval --truth truth.jsonl --predicted clusters.jsonl",
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
     // 12 duplicates clustered (typo and byline copies), 12 missed, art0-half wrongly merged.
@@ -445,16 +372,9 @@ fn eval_golden_on_hand_made_clusters() {
         Some("F1=0.6486 P=0.9231 R=0.5000")
     );
     golden("eval.golden.txt", &run.stdout);
-    let json = neardup(
+    let json = cmd(
         &fixtures(),
-        &[
-            "eval",
-            "--truth",
-            "truth.jsonl",
-            "--predicted",
-            "clusters.jsonl",
-            "--json",
-        ],
+        "eval --truth truth.jsonl --predicted clusters.jsonl --json",
     );
     let v: Value = serde_json::from_str(&json.stdout).expect("JSON");
     assert_eq!(v["true_positives"], 12.0);
@@ -513,12 +433,7 @@ fn eval_of_a_dedup_run_reads_merges_and_clusters_alike() {
             "bad.jsonl",
         ],
     );
-    assert_eq!(bad.code, 3);
-    assert!(
-        bad.stderr.contains("bad.jsonl:2: neither a cluster"),
-        "{}",
-        bad.stderr
-    );
+    bad.assert_fails(3, "bad.jsonl:2: neither a cluster");
     // Truth without ids is refused with its line.
     let texts = neardup(
         dir.path(),
@@ -572,17 +487,7 @@ fn eval_of_a_dedup_run_reads_merges_and_clusters_alike() {
     );
 
     // explain on stored ids: no text, but fingerprints, Jaccard and the cluster.
-    let explain = neardup(
-        dir.path(),
-        &[
-            "explain",
-            "--store",
-            "db.sqlite",
-            "--id",
-            "art0",
-            "art0-typo",
-        ],
-    );
+    let explain = cmd(dir.path(), "explain --store db.sqlite --id art0 art0-typo");
     assert_eq!(explain.code, 0, "{}{}", explain.stdout, explain.stderr);
     assert!(explain
         .stdout
@@ -590,17 +495,9 @@ fn eval_of_a_dedup_run_reads_merges_and_clusters_alike() {
     assert!(explain
         .stdout
         .contains("stored       same cluster, survivor art0"));
-    let far = neardup(
+    let far = cmd(
         dir.path(),
-        &[
-            "explain",
-            "--store",
-            "db.sqlite",
-            "--id",
-            "art0",
-            "site0-a",
-            "--json",
-        ],
+        "explain --store db.sqlite --id art0 site0-a --json",
     );
     assert_eq!(far.code, 1, "{}", far.stderr);
     let v: Value = serde_json::from_str(&far.stdout).unwrap();
@@ -649,17 +546,7 @@ fn explain_shows_the_edit_and_the_decision() {
     assert!(not
         .stdout
         .contains("decision     not a duplicate: distance"));
-    let strict = neardup(
-        dir.path(),
-        &[
-            "explain",
-            "a.txt",
-            "b.txt",
-            "--min-jaccard",
-            "0.99",
-            "--json",
-        ],
-    );
+    let strict = cmd(dir.path(), "explain a.txt b.txt --min-jaccard 0.99 --json");
     assert_eq!(strict.code, 1);
     let v: Value = serde_json::from_str(&strict.stdout).unwrap();
     assert_eq!(v["verdict"]["verdict"], "too_dissimilar");
@@ -681,12 +568,7 @@ fn explain_shows_the_edit_and_the_decision() {
             "50",
         ],
     );
-    assert_eq!(short.code, 1);
-    assert!(
-        short.stdout.contains("under --min-words 50"),
-        "{}",
-        short.stdout
-    );
+    short.assert_prints(1, "under --min-words 50");
     let empty = neardup(dir.path(), &["explain", "...", "text"]);
     assert_eq!(empty.code, 3);
 }
@@ -715,56 +597,22 @@ fn explain_removes_a_hosts_learned_boilerplate() {
     std::fs::write(dir.path().join("site.jsonl"), corpus).unwrap();
     std::fs::write(dir.path().join("a.txt"), &bodies[0]).unwrap();
     std::fs::write(dir.path().join("b.txt"), &bodies[1]).unwrap();
-    let run = neardup(
+    let run = cmd(
         dir.path(),
-        &[
-            "dedup",
-            "--jsonl",
-            "site.jsonl",
-            "--boilerplate",
-            "--store",
-            "db.sqlite",
-            "--out",
-            "out",
-            "--quiet",
-        ],
+        "dedup --jsonl site.jsonl --boilerplate --store db.sqlite --out out --quiet",
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let run = neardup(
+    let run = cmd(
         dir.path(),
-        &[
-            "explain",
-            "--store",
-            "db.sqlite",
-            "--host",
-            "example.com",
-            "a.txt",
-            "b.txt",
-        ],
+        "explain --store db.sqlite --host example.com a.txt b.txt",
     );
     assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
-    assert!(run.stdout.contains("boilerplate A"), "{}", run.stdout);
-    assert!(
-        run.stdout.contains("\"home news sport weather\""),
-        "{}",
-        run.stdout
-    );
-    assert!(
-        run.stdout.contains("jaccard      0.0000: 0 shared"),
-        "{}",
-        run.stdout
-    );
-    let unknown = neardup(
+    assert_contains(&run.stdout, "boilerplate A");
+    assert_contains(&run.stdout, "\"home news sport weather\"");
+    assert_contains(&run.stdout, "jaccard      0.0000: 0 shared");
+    let unknown = cmd(
         dir.path(),
-        &[
-            "explain",
-            "--store",
-            "db.sqlite",
-            "--host",
-            "other.org",
-            "a.txt",
-            "b.txt",
-        ],
+        "explain --store db.sqlite --host other.org a.txt b.txt",
     );
     assert_eq!(unknown.code, 3);
     assert!(unknown
