@@ -1,0 +1,153 @@
+//! [`SimHasherBuilder`]: validates a fingerprint configuration once and derives its [`Profile`].
+
+use super::{FingerprintBits, HashAlgo, Profile, SimHasher, WeightingTag, FORMAT_VERSION};
+use crate::features::Weighting;
+use crate::text::tokenize::TokenRule;
+use crate::{Error, Result};
+
+/// Configures a [`SimHasher`].
+#[derive(Debug, Clone)]
+pub struct SimHasherBuilder {
+    hash: HashAlgo,
+    shingle_width: usize,
+    bits: FingerprintBits,
+    weighting: Weighting,
+    tokens: Option<TokenRule>,
+    stopwords: bool,
+    detect_language: bool,
+}
+
+impl Default for SimHasherBuilder {
+    fn default() -> Self {
+        SimHasherBuilder {
+            hash: HashAlgo::Xxh3,
+            shingle_width: 4,
+            bits: FingerprintBits::Bits64,
+            weighting: Weighting::Tf,
+            tokens: None,
+            stopwords: false,
+            detect_language: false,
+        }
+    }
+}
+
+impl SimHasherBuilder {
+    /// The feature hash (default xxh3).
+    pub fn hash(mut self, hash: HashAlgo) -> Self {
+        self.hash = hash;
+        self
+    }
+
+    /// Tokens per shingle (default 4; 1 is a bag of words).
+    pub fn shingle_width(mut self, width: usize) -> Self {
+        self.shingle_width = width;
+        self
+    }
+
+    /// Fingerprint width (default 64 bits).
+    pub fn bits(mut self, bits: FingerprintBits) -> Self {
+        self.bits = bits;
+        self
+    }
+
+    /// Shingle weighting (default term frequency).
+    pub fn weighting(mut self, weighting: Weighting) -> Self {
+        self.weighting = weighting;
+        self
+    }
+
+    /// The tokenisation rule (default: [`TokenRule::Unicode`]; the `blake2b` profile always
+    /// uses [`TokenRule::PythonWord`]). [`TokenRule::UnicodeJieba`] segments Chinese into
+    /// words, [`TokenRule::Characters`] makes character n-grams (short text).
+    pub fn tokens(mut self, rule: TokenRule) -> Self {
+        self.tokens = Some(rule);
+        self
+    }
+
+    /// Leave shingles made only of the record's language's stopwords out of the vote
+    /// (weight 0); the language is detected per record. Default off.
+    pub fn stopwords(mut self, on: bool) -> Self {
+        self.stopwords = on;
+        self
+    }
+
+    /// Detect each record's language and script in [`SimHasher::analyze`] (it does not change
+    /// fingerprints). Default off; implied by [`stopwords`](Self::stopwords).
+    pub fn detect_language(mut self, on: bool) -> Self {
+        self.detect_language = on;
+        self
+    }
+
+    /// Validates the configuration.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] for a shingle width outside 1..=16, or 128 bits with the
+    /// `blake2b` profile (seed 000's hash has 64 bits).
+    pub fn build(self) -> Result<SimHasher> {
+        if !(1..=16).contains(&self.shingle_width) {
+            return Err(Error::InvalidConfig {
+                field: "shingle_width",
+                value: self.shingle_width.to_string(),
+                reason: "must be between 1 and 16 tokens".into(),
+            });
+        }
+        if self.hash == HashAlgo::Blake2b && self.bits == FingerprintBits::Bits128 {
+            return Err(Error::InvalidConfig {
+                field: "bits",
+                value: "128".into(),
+                reason: "the blake2b profile reproduces seed 000's 64-bit fingerprint; use the xxh3 hash for 128 bits".into(),
+            });
+        }
+        let tokens = match (self.hash, self.tokens) {
+            (HashAlgo::Blake2b, None | Some(TokenRule::PythonWord)) => TokenRule::PythonWord,
+            (HashAlgo::Blake2b, Some(other)) => return Err(Error::InvalidConfig {
+                field: "tokens",
+                value: other.name().into(),
+                reason:
+                    "the blake2b profile reproduces seed 000 and tokenises as Python's \\w+ does"
+                        .into(),
+            }),
+            (HashAlgo::Xxh3, None) => TokenRule::Unicode,
+            (HashAlgo::Xxh3, Some(TokenRule::PythonWord)) => {
+                return Err(Error::InvalidConfig {
+                    field: "tokens",
+                    value: "python-words".into(),
+                    reason: "Python's \\w+ tokens belong to the blake2b profile".into(),
+                })
+            }
+            (HashAlgo::Xxh3, Some(rule)) => rule,
+        };
+        if self.stopwords && self.hash == HashAlgo::Blake2b {
+            return Err(Error::InvalidConfig {
+                field: "stopwords",
+                value: "true".into(),
+                reason: "the blake2b profile reproduces seed 000, which weighs every shingle"
+                    .into(),
+            });
+        }
+        let weighting = match &self.weighting {
+            Weighting::Tf => WeightingTag::Tf,
+            Weighting::Presence => WeightingTag::Presence,
+            Weighting::Idf(t) => WeightingTag::Idf(t.digest()),
+        };
+        let profile = Profile {
+            hash: self.hash,
+            shingle_width: self.shingle_width as u8,
+            bits: self.bits,
+            weighting,
+            version: FORMAT_VERSION,
+            tokens,
+            stopwords: self.stopwords,
+        };
+        Ok(SimHasher {
+            hash: self.hash,
+            shingle_width: self.shingle_width,
+            bits: self.bits,
+            weighting: self.weighting,
+            tokens,
+            stopwords: self.stopwords,
+            detect_language: self.detect_language || self.stopwords,
+            profile,
+        })
+    }
+}
