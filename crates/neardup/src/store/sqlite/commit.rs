@@ -39,32 +39,6 @@ impl SqliteStore {
         note_seen(&self.seen, seq);
         Ok(())
     }
-
-    /// [`Store::lock`](crate::store::Store::lock): opens the write transaction.
-    pub(super) fn take_lock(&mut self) -> Result<()> {
-        self.finish_behind()?;
-        if self.locked {
-            return Ok(());
-        }
-        // IMMEDIATE takes SQLite's write lock now (waiting up to the busy timeout), so no
-        // other process commits between our sync and our commit.
-        self.conn()
-            .execute_batch("BEGIN IMMEDIATE")
-            .map_err(|e| self.err(e))?;
-        self.locked = true;
-        Ok(())
-    }
-
-    /// [`Store::unlock`](crate::store::Store::unlock): rolls back what `lock` opened, if
-    /// it is still open.
-    pub(super) fn release_lock(&mut self) -> Result<()> {
-        if std::mem::replace(&mut self.locked, false) {
-            self.conn()
-                .execute_batch("ROLLBACK")
-                .map_err(|e| self.err(e))?;
-        }
-        Ok(())
-    }
 }
 
 /// Writes the rows of `batch` in the open transaction.

@@ -226,11 +226,26 @@ impl Store for SqliteStore {
     }
 
     fn lock(&mut self) -> Result<()> {
-        self.take_lock()
+        self.finish_behind()?;
+        if self.locked {
+            return Ok(());
+        }
+        // IMMEDIATE takes SQLite's write lock now (waiting up to the busy timeout), so no
+        // other process commits between our sync and our commit.
+        self.conn()
+            .execute_batch("BEGIN IMMEDIATE")
+            .map_err(|e| self.err(e))?;
+        self.locked = true;
+        Ok(())
     }
 
     fn unlock(&mut self) -> Result<()> {
-        self.release_lock()
+        if std::mem::replace(&mut self.locked, false) {
+            self.conn()
+                .execute_batch("ROLLBACK")
+                .map_err(|e| self.err(e))?;
+        }
+        Ok(())
     }
 
     fn sync(&mut self, f: &mut dyn FnMut(Batch)) -> Result<()> {
