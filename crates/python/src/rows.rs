@@ -34,6 +34,24 @@ pub(crate) struct Row {
     pub(crate) reason: Option<String>,
 }
 
+impl Row {
+    /// A row with only its place, id and decision.
+    fn new(pos: usize, id: Option<String>, decision: &'static str) -> Row {
+        Row {
+            pos,
+            id,
+            decision,
+            survivor: None,
+            matched: None,
+            rule: None,
+            displaced: None,
+            distance: None,
+            jaccard: None,
+            reason: None,
+        }
+    }
+}
+
 /// A Python exception, or a library error to become one (the runner's errors are both).
 pub(crate) struct Fail(PyErr);
 
@@ -54,33 +72,14 @@ impl Sink<Items> for Rows {
 
     fn rejected(&mut self, (pos, r): (usize, Rejected)) -> Result<(), Fail> {
         self.rows.push(Row {
-            pos,
-            id: r.id,
-            decision: "rejected",
-            survivor: None,
-            matched: None,
-            rule: None,
-            displaced: None,
-            distance: None,
-            jaccard: None,
             reason: Some(r.reason),
+            ..Row::new(pos, r.id, "rejected")
         });
         Ok(())
     }
 
     fn decided(&mut self, record: &Record, pos: usize, outcome: Outcome) -> Result<(), Fail> {
-        let mut row = Row {
-            pos,
-            id: Some(record.id.clone()),
-            decision: "kept",
-            survivor: None,
-            matched: None,
-            rule: None,
-            displaced: None,
-            distance: None,
-            jaccard: None,
-            reason: None,
-        };
+        let mut row = Row::new(pos, Some(record.id.clone()), "kept");
         match outcome.decision {
             Decision::Kept { displaced, .. } => {
                 row.survivor = Some(record.id.clone());

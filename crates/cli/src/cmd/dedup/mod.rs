@@ -178,16 +178,21 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
     let skipped = input::skipped_files(&args.input);
     let total_bytes = input::total_bytes(&args.input);
     let expected = total_bytes.map_or(0, |b| b / 2048);
-    let mut deduper = super::open_deduper_with(
-        &args.store,
-        &args.profile,
-        &args.rule,
-        expected,
-        !args.no_language,
-        true,
-    )
-    .with_context(|| format!("opening store {}", args.store.display()))?;
-    deduper.collect_pairs(args.pairs);
+    // The deduper, opened for the run and again after another process's write.
+    let open = |what: &str| -> anyhow::Result<Deduper<Box<dyn Store>>> {
+        let mut deduper = super::open_deduper_with(
+            &args.store,
+            &args.profile,
+            &args.rule,
+            expected,
+            !args.no_language,
+            true,
+        )
+        .with_context(|| format!("{what} store {}", args.store.display()))?;
+        deduper.collect_pairs(args.pairs);
+        Ok(deduper)
+    };
+    let mut deduper = open("opening")?;
     let defaults_note = changed_defaults_note(&deduper)?;
     let show = !args.quiet && std::io::stderr().is_terminal();
 
@@ -243,17 +248,7 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
                     args.store.display(),
                 );
             }
-            let mut deduper = super::open_deduper_with(
-                &args.store,
-                &args.profile,
-                &args.rule,
-                expected,
-                !args.no_language,
-                true,
-            )
-            .with_context(|| format!("reopening store {}", args.store.display()))?;
-            deduper.collect_pairs(args.pairs);
-            Ok(deduper)
+            open("reopening")
         })
     })
     .context("deduplicating")?;
