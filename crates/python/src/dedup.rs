@@ -248,7 +248,6 @@ impl Deduper {
             let chunks: Vec<Vec<Item>> = chunked(items);
             let expected = chunks.iter().map(|c| c.len() as u64).sum();
             let mut runner = Runner::new(&mut open.deduper)
-                .py_err()?
                 .analysis_pool(pool)
                 .expected_records(expected);
             if let Some(pass) = &config.boilerplate {

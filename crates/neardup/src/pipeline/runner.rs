@@ -161,7 +161,7 @@ pub struct Totals {
 /// let chunk = vec![("a".to_string(), text.to_string()), ("b".to_string(), text.to_string())];
 /// let mut deduper = Deduper::builder().open(neardup::store::MemoryStore::new())?;
 /// let mut merged = Merged::default();
-/// let totals = Runner::new(&mut deduper)?
+/// let totals = Runner::new(&mut deduper)
 ///     .run(&Texts, vec![chunk], &mut merged, |_| Err(neardup::Error::Conflict))?;
 /// assert_eq!(totals.items, 2);
 /// assert_eq!(merged.0, ["b"]);
@@ -169,7 +169,8 @@ pub struct Totals {
 /// ```
 pub struct Runner<'d, St: Store> {
     deduper: &'d mut Deduper<St>,
-    pool: Arc<rayon::ThreadPool>,
+    /// The analysis pool: the caller's, or one of its own made when first needed.
+    pool: Option<Arc<rayon::ThreadPool>>,
     now: Timestamp,
     /// The records the input holds, as far as known: the store grows for them, again after
     /// a conflict.
@@ -216,28 +217,34 @@ enum Commit {
 }
 
 impl<'d, St: Store> Runner<'d, St> {
-    /// A runner over `deduper`, with an analysis pool of its own (one thread per core).
-    ///
-    /// # Errors
-    /// When the pool's threads cannot be started.
-    pub fn new(deduper: &'d mut Deduper<St>) -> Result<Self> {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .thread_name(|i| format!("neardup-analysis-{i}"))
-            .build()?;
-        Ok(Runner {
+    /// A runner over `deduper`. Unless [`analysis_pool`](Self::analysis_pool) gives one, it
+    /// analyses on a pool of its own (one thread per core), started when first needed.
+    pub fn new(deduper: &'d mut Deduper<St>) -> Self {
+        Runner {
             deduper,
-            pool: Arc::new(pool),
+            pool: None,
             now: Timestamp::now(),
             expected: 0,
             first_passes: FirstPasses::default(),
-        })
+        }
+    }
+
+    /// The analysis pool, started now if the runner has none yet.
+    fn pool(&mut self) -> Result<Arc<rayon::ThreadPool>> {
+        if self.pool.is_none() {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .thread_name(|i| format!("neardup-analysis-{i}"))
+                .build()?;
+            self.pool = Some(Arc::new(pool));
+        }
+        Ok(self.pool.clone().expect("set above"))
     }
 
     /// Analyses on `pool` instead. Analysis needs a pool of its own: the deduper's index
     /// merges use rayon's global pool, and a job queued on a pool busy with a chunk's
     /// analysis would wait for all of it.
     pub fn analysis_pool(mut self, pool: Arc<rayon::ThreadPool>) -> Self {
-        self.pool = pool;
+        self.pool = Some(pool);
         self
     }
 
@@ -290,7 +297,8 @@ impl<'d, St: Store> Runner<'d, St> {
         let mut deferred = Deferred::default();
         let texts = SampledTexts::default();
         let (analyzer, hasher, texts) = (&analyzer, &hasher, &texts);
-        let pool = &*self.pool;
+        let pool = self.pool()?;
+        let pool = &*pool;
         let items = pool.in_place_scope(|pool_scope| {
             let mut in_flight = VecDeque::new();
             let mut seen = 0u64;
@@ -372,7 +380,8 @@ impl<'d, St: Store> Runner<'d, St> {
     {
         let analyzer = self.deduper.analyzer();
         let first_passes = std::mem::take(&mut self.first_passes);
-        let pool = &*self.pool;
+        let pool = self.pool()?;
+        let pool = &*pool;
         let mut totals = Totals::default();
         // Two stages at once, linked by a bounded channel: a thread parses and analyses
         // each chunk on the pool; this thread decides and commits the chunks in input

@@ -204,7 +204,7 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
         .build()
         .context("starting the analysis threads")?;
     let source = Input(&args.input);
-    let mut runner = Runner::new(&mut deduper)?
+    let mut runner = Runner::new(&mut deduper)
         .analysis_pool(Arc::new(analysis_pool))
         .now(now)
         .expected_records(expected);

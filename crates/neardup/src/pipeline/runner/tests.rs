@@ -106,7 +106,6 @@ fn every_item_is_rejected_or_decided_once_in_input_order() {
     let chunks = input(5, 40);
     let mut got = Got::default();
     let totals = Runner::new(&mut d)
-        .unwrap()
         .run(&Items, chunks.clone(), &mut got, never)
         .unwrap();
     assert_eq!(totals.items, 200);
@@ -144,7 +143,6 @@ fn a_strict_sink_stops_before_the_chunk_of_the_first_reject_with_the_chunks_befo
         ..Got::default()
     };
     let err = Runner::new(&mut d)
-        .unwrap()
         .run(&Items, input(4, 10), &mut got, never)
         .unwrap_err();
     assert!(err.to_string().contains("r16"), "{err}");
@@ -170,7 +168,7 @@ fn the_boilerplate_passs_analyses_decide_as_analyses_made_afresh() {
     // With the first pass's analyses finished by the run ...
     let mut d = open();
     let mut with = Got::default();
-    let mut runner = Runner::new(&mut d).unwrap();
+    let mut runner = Runner::new(&mut d);
     let items = runner
         .learn_boilerplate(&Items, chunks.clone(), &pass, |_| {})
         .unwrap();
@@ -187,12 +185,10 @@ fn the_boilerplate_passs_analyses_decide_as_analyses_made_afresh() {
     // ... and with them dropped (a runner of its own for the run): the same outcomes.
     let mut d = open();
     Runner::new(&mut d)
-        .unwrap()
         .learn_boilerplate(&Items, chunks.clone(), &pass, |_| {})
         .unwrap();
     let mut without = Got::default();
     Runner::new(&mut d)
-        .unwrap()
         .run(&Items, chunks, &mut without, never)
         .unwrap();
     assert_eq!(with, without);
@@ -232,7 +228,6 @@ fn after_another_processs_write_the_unconfirmed_chunks_are_decided_again_by_a_de
     let mut reopened = Vec::new();
     let mut got = Got::default();
     Runner::new(&mut d)
-        .unwrap()
         .run(&Items, chunks, &mut got, |records| {
             reopened.push(records);
             Ok(open(true))
