@@ -12,6 +12,8 @@
 #
 # Usage: scripts/bench_redis.sh            (STORED=1000000 INSERT=40000 QUERIES=20000)
 #        STORED=100000 scripts/bench_redis.sh   (a quicker look)
+#        BACKENDS=redis,cluster scripts/bench_redis.sh   (some of sqlite, redis, cluster)
+# The driver is built under CARGO_TARGET_DIR when set (else target/).
 # Output: bench-out/redis/report.txt
 set -euo pipefail
 
@@ -21,6 +23,7 @@ STORED="${STORED:-1000000}"
 INSERT="${INSERT:-40000}"
 QUERIES="${QUERIES:-20000}"
 WORKERS="${WORKERS:-1,2,4}"
+BACKENDS="${BACKENDS:-sqlite,redis,cluster}"
 OUT="$ROOT/bench-out/redis"
 REPORT="$OUT/report.txt"
 command -v redis-server >/dev/null || { echo "redis-server missing: apt-get install redis-server" >&2; exit 1; }
@@ -58,7 +61,7 @@ until redis-cli -p $((BASE + 1)) cluster info | grep -q cluster_state:ok; do sle
 
 echo "building the driver (release)"
 cargo build --release -q -p neardup --features redis --example bench_redis
-BIN="$ROOT/target/release/examples/bench_redis"
+BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/examples/bench_redis"
 
 {
     echo "== neardup on Redis: $(date -u '+%Y-%m-%d %H:%M:%S UTC') =="
@@ -74,11 +77,16 @@ run() { # title store nodes
         --workers "$WORKERS" 2>&1 | tee -a "$REPORT"
     echo | tee -a "$REPORT"
 }
-run "embedded SQLite" "$OUT/run/bench.db" ""
-run "one Redis server" "redis://127.0.0.1:$BASE/0?prefix=bench" "127.0.0.1:$BASE"
-run "3-master Redis Cluster" \
-    "redis+cluster://127.0.0.1:$((BASE + 1)),127.0.0.1:$((BASE + 2)),127.0.0.1:$((BASE + 3))/?prefix=bench" \
-    "127.0.0.1:$((BASE + 1)),127.0.0.1:$((BASE + 2)),127.0.0.1:$((BASE + 3))"
+wants() { [[ ",$BACKENDS," == *",$1,"* ]]; }
+if wants sqlite; then run "embedded SQLite" "$OUT/run/bench.db" ""; fi
+if wants redis; then
+    run "one Redis server" "redis://127.0.0.1:$BASE/0?prefix=bench" "127.0.0.1:$BASE"
+fi
+if wants cluster; then
+    run "3-master Redis Cluster" \
+        "redis+cluster://127.0.0.1:$((BASE + 1)),127.0.0.1:$((BASE + 2)),127.0.0.1:$((BASE + 3))/?prefix=bench" \
+        "127.0.0.1:$((BASE + 1)),127.0.0.1:$((BASE + 2)),127.0.0.1:$((BASE + 3))"
+fi
 for p in $BASE $((BASE + 1)) $((BASE + 2)) $((BASE + 3)); do
     echo "redis :$p used_memory_human=$(redis-cli -p $p info memory | grep -m1 used_memory_human | cut -d: -f2 | tr -d '\r')" | tee -a "$REPORT"
 done
