@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Barrier};
 use std::time::Instant;
 
-use neardup::store::{RedisStore, SqliteStore, Store};
+use neardup::store::{RedisStats, RedisStore, SqliteStore, Store};
 use neardup::{Deduper, Record, Timestamp};
 
 fn fmix64(mut k: u64) -> u64 {
@@ -47,15 +47,15 @@ fn record(i: u64) -> Record {
 /// A store whose requests can be counted.
 trait Counted: Store + 'static {
     fn open(store: &str) -> Self;
-    fn round_trips(&self) -> u64;
+    fn counters(&self) -> RedisStats;
 }
 
 impl Counted for RedisStore {
     fn open(store: &str) -> Self {
         RedisStore::open(store).expect("open redis")
     }
-    fn round_trips(&self) -> u64 {
-        self.stats().round_trips
+    fn counters(&self) -> RedisStats {
+        self.stats()
     }
 }
 
@@ -63,9 +63,30 @@ impl Counted for SqliteStore {
     fn open(store: &str) -> Self {
         SqliteStore::open(std::path::Path::new(store)).expect("open sqlite")
     }
-    fn round_trips(&self) -> u64 {
-        0
+    fn counters(&self) -> RedisStats {
+        RedisStats::default()
     }
+}
+
+/// Where the insert time went, summed over the workers: per lock taken, milliseconds
+/// waiting for it and holding it, and of the holding, catching up, reading verification
+/// sets and committing (the rest is deciding).
+fn lock_profile(runs: &[(RedisStats, RedisStats)]) -> String {
+    let ms = |f: &dyn Fn(&RedisStats) -> std::time::Duration| -> f64 {
+        runs.iter()
+            .map(|(a, b)| (f(b) - f(a)).as_secs_f64() * 1e3)
+            .sum::<f64>()
+    };
+    let locks: u64 = runs.iter().map(|(a, b)| b.locks - a.locks).sum();
+    let per = |x: f64| x / locks.max(1) as f64;
+    format!(
+        "{locks} locks; per lock: wait {:.1} ms, held {:.1} ms (catch-up {:.1}, set reads {:.1}, commit {:.1})",
+        per(ms(&|s| s.lock_wait)),
+        per(ms(&|s| s.lock_held)),
+        per(ms(&|s| s.sync_time)),
+        per(ms(&|s| s.read_time)),
+        per(ms(&|s| s.commit_time)),
+    )
 }
 
 fn open<S: Counted>(store: &str, expected: u64) -> Deduper<S> {
@@ -199,7 +220,7 @@ fn run<S: Counted>() {
                     let mut d = open::<S>(&store, total);
                     let open_s = t.elapsed().as_secs_f64();
                     barrier.wait(); // all open: start inserting together
-                    let rt0 = d.store().round_trips();
+                    let s0 = d.store().counters();
                     let t = Instant::now();
                     let ids: Vec<u64> = (first..first + insert).filter(|i| i % w == k).collect();
                     for chunk in ids.chunks(batch) {
@@ -207,7 +228,7 @@ fn run<S: Counted>() {
                         d.process(&recs, now).unwrap();
                     }
                     let insert_s = t.elapsed().as_secs_f64();
-                    let rt1 = d.store().round_trips();
+                    let s1 = d.store().counters();
                     // Queries: light edits of stored documents, spread over the store.
                     let per = queries / w;
                     let t = Instant::now();
@@ -232,8 +253,21 @@ fn run<S: Counted>() {
                         hits += u64::from(!d.query(&r).unwrap().is_empty());
                     }
                     let query_s = t.elapsed().as_secs_f64();
-                    let rt2 = d.store().round_trips();
-                    (open_s, insert_s, query_s, rt1 - rt0, rt2 - rt1, per, hits)
+                    let s2 = d.store().counters();
+                    let (rt_insert, rt_query) = (
+                        s1.round_trips - s0.round_trips,
+                        s2.round_trips - s1.round_trips,
+                    );
+                    (
+                        open_s,
+                        insert_s,
+                        query_s,
+                        rt_insert,
+                        rt_query,
+                        per,
+                        hits,
+                        (s0, s1),
+                    )
                 })
             })
             .collect();
@@ -259,6 +293,8 @@ fn run<S: Counted>() {
                 rt_insert as f64 / insert as f64,
                 rt_query as f64 / nq.max(1) as f64
             );
+            let runs: Vec<(RedisStats, RedisStats)> = results.iter().map(|r| r.7).collect();
+            println!("  inserts: {}", lock_profile(&runs));
         }
         if !nodes.is_empty() {
             let after = commandstats(&nodes);

@@ -27,6 +27,7 @@ impl RedisStore {
         if batch.is_empty() {
             return Ok(());
         }
+        let started = std::time::Instant::now();
         let token = new_token();
         let expected = lock(&self.seen).clone();
         // A single server releases the lock inside the commit script (one round trip less);
@@ -83,8 +84,10 @@ impl RedisStore {
             }
         };
         *lock(&self.seen) = id;
+        self.commit_time.add(started);
         if !release.is_empty() {
             self.lock_token = None;
+            self.lock_released();
         }
         self.drain_gc(&gc);
         {
@@ -110,7 +113,7 @@ impl RedisStore {
     fn commit_cmd(&self, batch: &Batch, token: u64, expected: &str, release: &str) -> Cmd {
         let inline = !self.cfg.cluster;
         let mut cmd = redis::cmd("EVAL");
-        cmd.arg(COMMIT).arg(8);
+        cmd.arg(COMMIT).arg(9);
         for k in [
             "log",
             "rec",
@@ -120,6 +123,7 @@ impl RedisStore {
             "bp",
             "lock",
             "gc",
+            "wake",
         ] {
             cmd.arg(self.keys.tagged(k));
         }

@@ -97,36 +97,65 @@ impl RedisStore {
         what: &str,
         mut op: impl FnMut(&mut Conn) -> RedisResult<T>,
     ) -> Result<T> {
-        let mut delay = Duration::from_millis(50);
-        let mut attempt = 0;
-        loop {
-            let res = {
-                let mut guard = lock(&self.conn);
-                let res = match guard.as_mut() {
-                    Some(c) => op(c),
-                    None => self.connect().and_then(|mut c| {
-                        let r = op(&mut c);
-                        *guard = Some(c);
-                        r
-                    }),
-                };
-                self.round_trips.fetch_add(1, Ordering::Relaxed);
-                if matches!(&res, Err(e) if transient(e)) {
-                    *guard = None;
-                }
-                res
+        self.retrying(what, || {
+            let mut guard = lock(&self.conn);
+            let res = match guard.as_mut() {
+                Some(c) => op(c),
+                None => self.connect().and_then(|mut c| {
+                    let r = op(&mut c);
+                    *guard = Some(c);
+                    r
+                }),
             };
+            if matches!(&res, Err(e) if transient(e)) {
+                *guard = None;
+            }
+            res
+        })
+    }
+
+    /// [`call`](Self::call) for reads that may run on several threads at once (the
+    /// verification sets a batch's records are searched against, in parallel): each runs on
+    /// a connection of a small pool instead of waiting for the one connection, so their
+    /// round trips overlap instead of queueing behind each other.
+    pub(super) fn read<T>(
+        &self,
+        what: &str,
+        mut op: impl FnMut(&mut Conn) -> RedisResult<T>,
+    ) -> Result<T> {
+        self.retrying(what, || {
+            let pooled = lock(&self.readers).pop();
+            let mut conn = match pooled {
+                Some(c) => c,
+                None => self.connect()?,
+            };
+            let res = op(&mut conn);
+            if !matches!(&res, Err(e) if transient(e)) {
+                lock(&self.readers).push(conn);
+            }
+            res
+        })
+    }
+
+    /// Runs `attempt` until it succeeds, fails for good, or the retries for transient
+    /// errors are spent, with backoff; counts each attempt as a round trip.
+    fn retrying<T>(&self, what: &str, mut attempt: impl FnMut() -> RedisResult<T>) -> Result<T> {
+        let mut delay = Duration::from_millis(50);
+        let mut tries = 0;
+        loop {
+            let res = attempt();
+            self.round_trips.fetch_add(1, Ordering::Relaxed);
             match res {
                 Ok(v) => return Ok(v),
-                Err(e) if transient(&e) && attempt < self.cfg.retries => {
-                    attempt += 1;
+                Err(e) if transient(&e) && tries < self.cfg.retries => {
+                    tries += 1;
                     std::thread::sleep(delay);
                     delay = (delay * 2).min(Duration::from_secs(1));
                 }
                 Err(e) if transient(&e) => {
                     return Err(self.fail(format!(
                         "{what}: {e} (gave up after {} tries: is the Redis server running and reachable?)",
-                        attempt + 1
+                        tries + 1
                     )))
                 }
                 Err(e) => return Err(self.fail(format!("{what}: {e}"))),

@@ -49,6 +49,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use self::config::Config;
 use self::conn::Conn;
@@ -65,6 +66,19 @@ pub struct RedisStats {
     pub shingle_reads: u64,
     /// Commits refused because another process had committed under a lock this one had lost.
     pub stale_commits: u64,
+    /// Times the store lock was taken.
+    pub locks: u64,
+    /// Time spent waiting for the store lock (other processes held it).
+    pub lock_wait: Duration,
+    /// Time the store lock was held: catching up, deciding and committing.
+    pub lock_held: Duration,
+    /// Time spent catching up with the change log (reading and parsing other processes'
+    /// commits), in or out of the lock.
+    pub sync_time: Duration,
+    /// Time spent reading verification sets from Redis.
+    pub read_time: Duration,
+    /// Time spent committing (the request and its reply).
+    pub commit_time: Duration,
 }
 
 /// The Redis store. See the [module documentation](self) for URLs and the layout.
@@ -72,6 +86,8 @@ pub struct RedisStore {
     cfg: Config,
     keys: Keys,
     conn: Mutex<Option<Conn>>,
+    /// Idle connections for reads made from several threads at once (see `read`).
+    readers: Mutex<Vec<Conn>>,
     /// The last change-log id this process has applied (`""`: none).
     seen: Mutex<String>,
     /// Commit token of each known record: part of its shingle key.
@@ -83,9 +99,31 @@ pub struct RedisStore {
     prefetched: Vec<(String, Batch)>,
     /// Whether the prefetch stopped at its chunk size (more may follow).
     prefetch_full: bool,
+    /// When this process took the lock it holds.
+    locked_at: Option<Instant>,
     round_trips: AtomicU64,
     shingle_reads: AtomicU64,
     stale_commits: AtomicU64,
+    locks: AtomicU64,
+    lock_wait: Timer,
+    lock_held: Timer,
+    sync_time: Timer,
+    read_time: Timer,
+    commit_time: Timer,
+}
+
+/// Time summed over many intervals, in nanoseconds.
+#[derive(Debug, Default)]
+struct Timer(AtomicU64);
+
+impl Timer {
+    fn add(&self, since: Instant) {
+        let ns = u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.0.fetch_add(ns, Ordering::Relaxed);
+    }
+    fn total(&self) -> Duration {
+        Duration::from_nanos(self.0.load(Ordering::Relaxed))
+    }
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -134,15 +172,23 @@ impl RedisStore {
             },
             cfg,
             conn: Mutex::new(None),
+            readers: Mutex::new(Vec::new()),
             seen: Mutex::new(String::new()),
             tokens: Mutex::new(HashMap::new()),
             cache: Mutex::new(HashMap::new()),
             lock_token: None,
             prefetched: Vec::new(),
             prefetch_full: false,
+            locked_at: None,
             round_trips: AtomicU64::new(0),
             shingle_reads: AtomicU64::new(0),
             stale_commits: AtomicU64::new(0),
+            locks: AtomicU64::new(0),
+            lock_wait: Timer::default(),
+            lock_held: Timer::default(),
+            sync_time: Timer::default(),
+            read_time: Timer::default(),
+            commit_time: Timer::default(),
         };
         match store.get_meta("redis_layout")? {
             None => store.put_meta("redis_layout", LAYOUT_VERSION)?,
@@ -169,6 +215,12 @@ impl RedisStore {
             round_trips: self.round_trips.load(Ordering::Relaxed),
             shingle_reads: self.shingle_reads.load(Ordering::Relaxed),
             stale_commits: self.stale_commits.load(Ordering::Relaxed),
+            locks: self.locks.load(Ordering::Relaxed),
+            lock_wait: self.lock_wait.total(),
+            lock_held: self.lock_held.total(),
+            sync_time: self.sync_time.total(),
+            read_time: self.read_time.total(),
+            commit_time: self.commit_time.total(),
         }
     }
 

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use redis::Cmd;
+use redis::{Cmd, Value};
 
 use super::layout::{
     parse_boilerplate_value, parse_merge_row, parse_record_value, parse_rejection_row,
@@ -62,15 +62,26 @@ impl RedisStore {
         if missing.is_empty() {
             return Ok(out);
         }
-        let cmds: Vec<Cmd> = missing
-            .iter()
-            .map(|(_, _, key)| {
-                let mut c = redis::cmd("GET");
-                c.arg(key);
-                c
-            })
-            .collect();
-        let values = self.call("reading shingles", |c| c.pipeline(&cmds))?;
+        let started = std::time::Instant::now();
+        let values: Vec<Value> = if self.cfg.cluster {
+            // The keys lie in many slots: one GET each, pipelined per node.
+            let cmds: Vec<Cmd> = missing
+                .iter()
+                .map(|(_, _, key)| {
+                    let mut c = redis::cmd("GET");
+                    c.arg(key);
+                    c
+                })
+                .collect();
+            self.read("reading shingles", |c| c.pipeline(&cmds))?
+        } else {
+            let mut mget = redis::cmd("MGET");
+            for (_, _, key) in &missing {
+                mget.arg(key);
+            }
+            self.read("reading shingles", |c| c.query(&mget))?
+        };
+        self.read_time.add(started);
         self.shingle_reads
             .fetch_add(missing.len() as u64, Ordering::Relaxed);
         for ((i, h, _), value) in missing.into_iter().zip(values) {
@@ -134,7 +145,7 @@ impl RedisStore {
         };
         let key = self.keys.shingles(handle, token);
         let blob: Option<Vec<u8>> =
-            self.call("reading shingles", |c| c.query(redis::cmd("GET").arg(&key)))?;
+            self.read("reading shingles", |c| c.query(redis::cmd("GET").arg(&key)))?;
         self.shingle_reads.fetch_add(1, Ordering::Relaxed);
         blob.map(|b| blob_to_ids(&b)).transpose().map_err(|reason| {
             self.fail(format!(

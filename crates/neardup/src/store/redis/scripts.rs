@@ -40,9 +40,18 @@ end
 return out
 "#;
 
-/// Releases the lock if this process still holds it.
+/// Releases the lock `KEYS[1]` if this process still holds it, and wakes one process
+/// waiting for it: a token pushed on `KEYS[2]`, which waiters block on (`BLPOP`). One token
+/// at most is kept, so a release nobody waited for costs a waiter one extra try, never a
+/// list that grows; it expires with the lock's time to live.
 pub(super) const UNLOCK: &str = r#"
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  redis.call('LPUSH', KEYS[2], '1')
+  redis.call('LTRIM', KEYS[2], 0, 0)
+  redis.call('PEXPIRE', KEYS[2], 60000)
+  return 1
+end
 return 0
 "#;
 
@@ -140,7 +149,12 @@ if any then
   end)
 end
 local id = redis.call('XADD', KEYS[1], '*', 't', ARGV[2], 'h', ARGV[7], 'b', ARGV[8])
-if ARGV[3] ~= '' and redis.call('GET', KEYS[7]) == ARGV[3] then redis.call('DEL', KEYS[7]) end
+if ARGV[3] ~= '' and redis.call('GET', KEYS[7]) == ARGV[3] then
+  redis.call('DEL', KEYS[7])
+  redis.call('LPUSH', KEYS[9], '1')
+  redis.call('LTRIM', KEYS[9], 0, 0)
+  redis.call('PEXPIRE', KEYS[9], 60000)
+end
 local out = {id}
 if not inline then
   for _, g in ipairs(redis.call('LRANGE', KEYS[8], 0, -1)) do out[#out + 1] = g end

@@ -108,6 +108,7 @@ impl RedisStore {
     /// [`Store::sync`](crate::store::Store::sync): the entries read with the lock first, then
     /// the rest of the log in chunks.
     pub(super) fn catch_up(&mut self, f: &mut dyn FnMut(Batch)) -> Result<()> {
+        let started = std::time::Instant::now();
         let mut more = true;
         if !self.prefetched.is_empty() || self.lock_token.is_some() {
             more = self.prefetch_full;
@@ -127,6 +128,7 @@ impl RedisStore {
                 *lock(&self.seen) = id;
             }
         }
+        self.sync_time.add(started);
         Ok(())
     }
 }
