@@ -66,20 +66,22 @@ if last ~= ARGV[1] then
 end
 local i = 9
 local function take() local v = ARGV[i]; i = i + 1; return v end
+-- `n` items of `width` arguments each, written by one command per 256 items (a call per
+-- item made a batch's thousands of rows a thousand-odd calls from Lua, under the lock).
+local function many(cmd, key, n, width)
+  for s = 1, n, 256 do
+    local part = {}
+    for _ = s, math.min(s + 255, n) do
+      for _ = 1, width do part[#part + 1] = take() end
+    end
+    redis.call(cmd, key, unpack(part))
+  end
+end
+many('HSET', KEYS[2], tonumber(take()), 2)
+many('HSET', KEYS[3], tonumber(take()), 2)
+many('RPUSH', KEYS[4], tonumber(take()), 1)
+many('RPUSH', KEYS[5], tonumber(take()), 1)
 local n = tonumber(take())
-for _ = 1, n do
-  redis.call('HSET', KEYS[2], take(), take())
-end
-n = tonumber(take())
-for _ = 1, n do
-  local h = take()
-  redis.call('HSET', KEYS[3], h, take())
-end
-n = tonumber(take())
-for _ = 1, n do redis.call('RPUSH', KEYS[4], take()) end
-n = tonumber(take())
-for _ = 1, n do redis.call('RPUSH', KEYS[5], take()) end
-n = tonumber(take())
 for _ = 1, n do
   local host = take()
   redis.call('HSET', KEYS[6], host, take())
