@@ -14,8 +14,9 @@
 //! # Layout
 //!
 //! Keys under the hash tag `{P}` share one cluster slot, so one Lua script can change them
-//! atomically: `{P}:meta` (hash), `{P}:lock` (string), `{P}:log` (stream: the change log),
-//! `{P}:rec` (hash: handle -> `token fingerprint features json-record`), `{P}:surv` (hash:
+//! atomically: `{P}:meta` (hash), `{P}:lock` (string), `{P}:wake` (list: a token the
+//! lock's release pushes for a waiting process), `{P}:log` (stream: the change log), `{P}:rec`
+//! (hash: handle -> `token fingerprint features json-record`), `{P}:surv` (hash:
 //! handle -> survivor, after a survivor change), `{P}:merges` and `{P}:rejections` (lists of
 //! JSON rows, `""` where a row was erased), `{P}:bp` (hash: host -> boilerplate) and `{P}:gc`
 //! (list: derived keys an erasure still has to clean on a cluster). Derived data is spread
