@@ -1145,3 +1145,45 @@ fn issue_36_template_pages_that_differ_in_their_item_are_not_merged() {
     let old = run("chars", &["--min-words", "50", "--short-text", "chars"]);
     assert!(old["merged"].as_u64().unwrap() > 0, "{old}");
 }
+
+#[test]
+fn max_candidates_bounds_the_pairs_verified_not_the_clusters() {
+    let dir = tempfile::tempdir().unwrap();
+    // Twelve near copies of one text: every pair within the radius and over 0.8.
+    let base: Vec<String> = (0..400u64)
+        .map(|i| format!("w{}", (i * 2_654_435_761) % 20_011))
+        .collect();
+    let input: String = (0..12)
+        .map(|i| {
+            let mut words = base.clone();
+            words[(i * 31 + 5) % 400] = format!("edit{i}");
+            serde_json::json!({"id": format!("n{i:02}"), "body_text": words.join(" ")}).to_string()
+                + "\n"
+        })
+        .collect();
+    std::fs::write(dir.path().join("in.jsonl"), input).unwrap();
+    let run = |cap: &str| -> (Value, usize) {
+        let out = format!("out-{cap}");
+        let line = format!(
+            "dedup in.jsonl --out {out} --store {cap}.db --chain-floor 0 --pairs --max-candidates {cap}"
+        );
+        let run = cmd(dir.path(), &line);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        let pairs = lines(&dir.path().join(&out).join("pairs.jsonl")).len();
+        (report(&dir.path().join(&out)), pairs)
+    };
+    let (all, all_pairs) = run("1000");
+    let (two, two_pairs) = run("2");
+    assert_eq!(all_pairs, 12 * 11 / 2, "every pair verified");
+    assert!(two_pairs < all_pairs && two_pairs >= 11, "{two_pairs}");
+    assert_eq!(
+        (all["kept"].clone(), two["kept"].clone()),
+        (1.into(), 1.into())
+    );
+    let zero = cmd(
+        dir.path(),
+        "dedup in.jsonl --out o0 --store z.db --max-candidates 0",
+    );
+    assert_ne!(zero.code, 0);
+    assert_contains(&zero.stderr, "--max-candidates");
+}

@@ -42,6 +42,12 @@ pub struct RuleArgs {
     /// components (nothing measured; the input's order then changes no cluster).
     #[arg(long, value_name = "J", default_value_t = neardup::pipeline::DEFAULT_CHAIN_FLOOR)]
     pub chain_floor: f64,
+    /// At most this many nearest candidates (by distance) are verified per record: the
+    /// bound on a record's work beside a large group of near copies. Every pair the cap
+    /// leaves out is one more pair of a group already found; raise it to verify every
+    /// candidate, as the Spark job does.
+    #[arg(long, value_name = "N", default_value_t = neardup::pipeline::DEFAULT_MAX_CANDIDATES as u32, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_candidates: u32,
     /// Records with fewer words are short: word SimHash of a handful of words is unstable.
     #[arg(long, value_name = "WORDS", default_value_t = neardup::pipeline::DEFAULT_MIN_WORDS)]
     pub min_words: usize,
@@ -80,6 +86,7 @@ impl RuleArgs {
             max_distance: self.max_distance,
             min_jaccard: self.min_jaccard,
             min_words: self.min_words,
+            max_candidates: self.max_candidates as usize,
             min_cluster_jaccard: self.min_cluster_jaccard,
             cluster_quorum: self.cluster_quorum,
             short_text,
@@ -88,7 +95,6 @@ impl RuleArgs {
                 LinkageName::Single => neardup::pipeline::Linkage::Single,
                 LinkageName::Guarded => neardup::pipeline::Linkage::Guarded,
             },
-            ..neardup::Rule::default()
         }
     }
 }

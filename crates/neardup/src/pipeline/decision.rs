@@ -87,7 +87,7 @@ impl Default for Rule {
             max_distance: DEFAULT_MAX_DISTANCE,
             min_jaccard: DEFAULT_MIN_JACCARD,
             min_words: DEFAULT_MIN_WORDS,
-            max_candidates: 64,
+            max_candidates: DEFAULT_MAX_CANDIDATES,
             min_cluster_jaccard: DEFAULT_MIN_CLUSTER_JACCARD,
             cluster_quorum: DEFAULT_CLUSTER_QUORUM,
             short_text: DEFAULT_SHORT_TEXT,
@@ -104,6 +104,9 @@ impl Default for Rule {
 /// path, the worst corpus F1 reads 0.997 at k 16, 0.990 at 14 and 0.972 at 12 (pairs with
 /// J >= 0.8 sit up to 17 bits apart on the man-page bench; k 12 reaches 99.0% of them).
 pub const DEFAULT_MAX_DISTANCE: u32 = 16;
+/// Default cap on the candidates verified per record, nearest first: beside a group of
+/// hundreds of near copies, a record verifies 64 of them and the group is found all the same.
+pub const DEFAULT_MAX_CANDIDATES: usize = 64;
 /// Default Jaccard threshold: the quality target counts pairs from 0.8.
 pub const DEFAULT_MIN_JACCARD: f64 = 0.8;
 /// The guarded linkage's floor ([`Linkage::Guarded`], not the default linkage): a record

@@ -43,8 +43,8 @@ pub use builder::{DeduperBuilder, DEFAULT_SET_CACHE_BYTES};
 pub use decide::{Outcome, VerifiedPair};
 pub use decision::{
     Decision, Linkage, MergeRule, Rule, ShortText, DEFAULT_CHAIN_FLOOR, DEFAULT_CLUSTER_QUORUM,
-    DEFAULT_LINKAGE, DEFAULT_MAX_DISTANCE, DEFAULT_MIN_CLUSTER_JACCARD, DEFAULT_MIN_JACCARD,
-    DEFAULT_MIN_WORDS, DEFAULT_SHORT_TEXT,
+    DEFAULT_LINKAGE, DEFAULT_MAX_CANDIDATES, DEFAULT_MAX_DISTANCE, DEFAULT_MIN_CLUSTER_JACCARD,
+    DEFAULT_MIN_JACCARD, DEFAULT_MIN_WORDS, DEFAULT_SHORT_TEXT,
 };
 pub use reevaluate::Change;
 pub use runner::{BoilerplatePass, Runner, Sink, Source, Totals};
