@@ -9,6 +9,7 @@
 
 use pyo3::prelude::*;
 
+mod batch;
 mod dedup;
 mod errors;
 mod fingerprint;
@@ -19,7 +20,7 @@ mod rows;
 mod texts;
 
 #[pymodule]
-fn neardup(m: &Bound<'_, PyModule>) -> PyResult<()> {
+fn _neardup(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("NeardupError", py.get_type::<errors::NeardupError>())?;
@@ -30,5 +31,11 @@ fn neardup(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fingerprint::jaccard, m)?)?;
     m.add_class::<index::HammingIndex>()?;
     m.add_class::<dedup::Deduper>()?;
+    m.add_function(wrap_pyfunction!(batch::analyze_batch, m)?)?;
+    m.add_function(wrap_pyfunction!(batch::doc_id, m)?)?;
+    m.add_function(wrap_pyfunction!(batch::annotate_json, m)?)?;
+    m.add_function(wrap_pyfunction!(batch::pigeonhole_blocks, m)?)?;
+    m.add_function(wrap_pyfunction!(batch::block_pairs, m)?)?;
+    m.add_function(wrap_pyfunction!(batch::jaccard_batch, m)?)?;
     Ok(())
 }

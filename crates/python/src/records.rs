@@ -48,11 +48,20 @@ pub(crate) fn text_fields(text: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<Strin
 /// One input record: the record, or why it is rejected; with its position.
 pub(crate) type Item = (usize, Result<Record, Rejected>);
 
-/// An unusable record: its id where it has one, and why.
+/// An unusable record: its id where it has one, its position, and why.
 #[derive(Clone)]
 pub(crate) struct Rejected {
     pub(crate) id: Option<String>,
-    pub(crate) reason: String,
+    pub(crate) pos: usize,
+    /// Why, without the position (a scale-out job's rows have none to give).
+    pub(crate) why: String,
+}
+
+impl Rejected {
+    /// Why, naming the record's position as the CLI names a line: `records[3]: ...`.
+    pub(crate) fn reason(&self) -> String {
+        format!("records[{}]: {}", self.pos, self.why)
+    }
 }
 
 /// The records are read (and checked) while the GIL is held; the runner takes them as
@@ -228,11 +237,8 @@ pub(crate) fn quoted(names: &[String]) -> String {
         .join(", ")
 }
 
-pub(crate) fn reject(id: Option<String>, pos: usize, reason: String) -> Rejected {
-    Rejected {
-        id,
-        reason: format!("records[{pos}]: {reason}"),
-    }
+pub(crate) fn reject(id: Option<String>, pos: usize, why: String) -> Rejected {
+    Rejected { id, pos, why }
 }
 
 /// The items of one Arrow record batch, positions continuing from `items`.
@@ -276,8 +282,13 @@ pub(crate) fn read_batch(
     }
     let urls = column(names.url);
     let times = column(names.first_seen);
-    for c in [&urls, &times].into_iter().flatten() {
-        check_strings(c, "url/first_seen")?;
+    if let Some(c) = &urls {
+        check_strings(c, names.url)?;
+    }
+    if let Some(c) = &times {
+        if !matches!(c.data_type(), DataType::Timestamp(..)) {
+            check_strings(c, names.first_seen)?;
+        }
     }
     let id_of = |i: usize| -> Option<String> {
         let ids = ids.as_ref()?;
@@ -329,9 +340,10 @@ pub(crate) fn read_batch(
                 .filter(|c| !c.is_null(i))
                 .map(|c| string_at(c.as_ref(), i).to_owned())
         };
-        let first_seen = match text_of(&times) {
+        let first_seen = match times.as_ref().filter(|c| !c.is_null(i)) {
             None => None,
-            Some(t) => match Timestamp::parse_rfc3339(&t) {
+            Some(c) if matches!(c.data_type(), DataType::Timestamp(..)) => timestamp_at(c, i),
+            Some(c) => match Timestamp::parse_rfc3339(string_at(c.as_ref(), i)) {
                 Ok(t) => Some(t),
                 Err(e) => {
                     let why = format!("column {:?}: {e}", names.first_seen);
@@ -353,6 +365,32 @@ pub(crate) fn read_batch(
         ));
     }
     Ok(())
+}
+
+/// An Arrow timestamp's value in milliseconds (Spark's `TimestampType` arrives as
+/// microseconds in UTC).
+fn timestamp_at(array: &ArrayRef, i: usize) -> Option<Timestamp> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{
+        TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
+        TimestampSecondType,
+    };
+    use arrow_schema::TimeUnit;
+    let DataType::Timestamp(unit, _) = array.data_type() else {
+        return None;
+    };
+    Some(Timestamp(match unit {
+        TimeUnit::Second => array.as_primitive::<TimestampSecondType>().value(i) * 1000,
+        TimeUnit::Millisecond => array.as_primitive::<TimestampMillisecondType>().value(i),
+        TimeUnit::Microsecond => array
+            .as_primitive::<TimestampMicrosecondType>()
+            .value(i)
+            .div_euclid(1000),
+        TimeUnit::Nanosecond => array
+            .as_primitive::<TimestampNanosecondType>()
+            .value(i)
+            .div_euclid(1_000_000),
+    }))
 }
 
 /// An integer id column's value as text.

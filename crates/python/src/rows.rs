@@ -72,7 +72,7 @@ impl Sink<Items> for Rows {
 
     fn rejected(&mut self, (pos, r): (usize, Rejected)) -> Result<(), Fail> {
         self.rows.push(Row {
-            reason: Some(r.reason),
+            reason: Some(r.reason()),
             ..Row::new(pos, r.id, "rejected")
         });
         Ok(())
@@ -118,8 +118,7 @@ impl Sink<Items> for Rows {
     }
 
     fn stops_at(&mut self, (_, r): &(usize, Rejected)) -> Option<Fail> {
-        self.strict
-            .then(|| Fail(PyValueError::new_err(r.reason.clone())))
+        self.strict.then(|| Fail(PyValueError::new_err(r.reason())))
     }
 }
 

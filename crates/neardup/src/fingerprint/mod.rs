@@ -367,8 +367,14 @@ impl SimHasher {
     /// scratch's shingle buffer kept for the next record (`analyze` hands it over, and a
     /// buffer grown from nothing for every record was a tenth of the analysis's copies).
     /// The set is made in the scratch and copied once into the shared slice the pipeline
-    /// keeps for verification and hands to the store.
-    pub(crate) fn analyze_ids(
+    /// keeps for verification and hands to the store. Scale-out jobs (the Python package's
+    /// Spark stages) take this analysis so that their sets and Jaccard scores are the
+    /// pipeline's, bit for bit ([`crate::verify::id_jaccard`] compares two of them).
+    ///
+    /// # Errors
+    /// [`Error::EmptyFeatureBag`](crate::Error::EmptyFeatureBag) when the fields have no
+    /// words to fingerprint.
+    pub fn analyze_ids(
         &self,
         fields: &[Field<'_>],
         boilerplate: Option<&Boilerplate>,

@@ -135,3 +135,39 @@ class Deduper:
     def close(self) -> None: ...
     def __enter__(self) -> "Deduper": ...
     def __exit__(self, *exc: Any) -> bool: ...
+
+# Arrow batch kernels of the Spark job (`neardup.spark`): each takes and returns Arrow data.
+
+def analyze_batch(
+    batch: pa.RecordBatch,
+    *,
+    json: Optional[str] = None,
+    id: str = "id",
+    text: Union[str, Sequence[str], None] = None,
+    url: str = "url",
+    first_seen: str = "first_seen",
+    now_ms: int,
+    profile: str = "xxh3",
+    shingle: int = 4,
+    bits: int = 64,
+    weighting: str = "tf",
+    tokens: str = "words",
+    stopwords: bool = False,
+    idf: Optional[Union[str, PathLike]] = None,
+    detect_language: bool = True,
+    threads: Optional[int] = None,
+) -> pa.RecordBatch: ...
+def doc_id(id: str) -> int: ...
+def annotate_json(
+    lines: pa.Array,
+    source_urls: pa.Array,
+    first_seen: pa.Array,
+    cluster_size: pa.Array,
+    fingerprint: pa.Array,
+    language: pa.Array,
+) -> pa.Array: ...
+def pigeonhole_blocks(batch: pa.RecordBatch, *, bits: int, k: int) -> pa.RecordBatch: ...
+def block_pairs(
+    group: Union[pa.Table, pa.RecordBatch], *, bits: int, k: int, cross: bool = False
+) -> pa.RecordBatch: ...
+def jaccard_batch(batch: pa.RecordBatch, *, a: str = "a_set", b: str = "b_set") -> pa.Array: ...

@@ -1,0 +1,47 @@
+"""neardup on Apache Spark: the same dedup as `neardup dedup`, for corpora no single machine
+holds.
+
+    from neardup.spark import dedup
+    result = dedup(spark.read.parquet("crawl/"), id="id", text="body_text")
+    result.write("out/", format="parquet")
+
+or from a shell, on a local master or any master `spark-submit` gives:
+
+    python -m neardup.spark dedup --input crawl.jsonl --output out/
+    spark-submit --master 'local[2]' "$(python -m neardup.spark script)" \
+        dedup --input crawl.jsonl --output out/
+
+Each stage runs in the executors on the Rust core through Arrow batches (`mapInArrow`,
+`applyInArrow`), never row by row in Python:
+
+1. analysis: normalise, shingle, fingerprint, the exact tier's content hash and the
+   verification set, beside each record's own columns; a stable 64-bit document id from the
+   record's id (`neardup.doc_id`), so two runs of one input give the same clusters and
+   survivors however Spark partitions it;
+2. the exact tier: records of one content hash collapse onto one representative;
+3. candidates: k + 1 pigeonhole blocks of the fingerprint, rows shuffled on (block, value),
+   the pairs within k bits found inside each group and reported by their lowest agreeing
+   block only; a group over `max_bucket` is tiled and reported in the report's `skew`;
+4. exact Jaccard verification of every candidate pair, in the group that found it: each
+   block row carries its record's verification set, so the shuffle moves k + 1 copies of
+   a set whatever the number of chance pairs;
+5. clusters: connected components of the verified pairs (large-star / small-star), the
+   CLI's `--linkage single --chain-floor 0`;
+6. survivors: the earliest first seen, ties to the smallest id, every source URL kept.
+
+The outputs are the CLI's, with one difference in the merge log: the CLI logs each merge as
+it happens, naming the survivor of that moment, where this job names each merged record's
+final survivor and its best verified match (an exact copy, then the highest Jaccard).
+Clusters, survivors, fingerprints and Jaccard scores are the CLI's under `--chain-floor 0
+--max-candidates N` with N above any record's candidates (the CLI verifies the 64 nearest by
+default; the job verifies every candidate).
+
+`previous=` deduplicates a new batch against an earlier run's `state` (tomorrow's crawl
+against today's). Needs `pyspark` (4.0 or later) and Java 17; the package does not install
+them.
+"""
+
+from ._job import AccountingError, Result, dedup, neardup_time
+from ._options import DEFAULT_TEXT_FIELDS, Options
+
+__all__ = ["AccountingError", "DEFAULT_TEXT_FIELDS", "Options", "Result", "dedup", "neardup_time"]

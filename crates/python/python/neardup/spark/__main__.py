@@ -1,0 +1,164 @@
+"""`python -m neardup.spark dedup --input PATH --output DIR`: the CLI's dedup on Spark.
+
+A local master by default (`--master` for another); under `spark-submit`, the master it
+gives: `spark-submit --master yarn "$(python -m neardup.spark script)" dedup ...` (this
+file, which imports nothing relative, so Spark can run it as a script). Exit codes as `neardup dedup`'s: 0 done, 2 done with rejects, 3 error (bad
+arguments, unreadable input, a refused profile), 4 accounting error."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import List, Optional
+
+EXIT_DONE, EXIT_REJECTS, EXIT_ERROR, EXIT_ACCOUNTING = 0, 2, 3, 4
+
+JSON_SUFFIXES = (".jsonl", ".ndjson", ".json")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m neardup.spark",
+        description="Deduplicate a corpus on Apache Spark with neardup's fingerprints, "
+        "candidates, Jaccard verification and survivors.",
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+    sub.add_parser("script", help="print this program's path, for spark-submit")
+    d = sub.add_parser("dedup", help="deduplicate records (the CLI's `neardup dedup`)")
+    d.add_argument("--input", required=True, nargs="+", metavar="PATH",
+                   help="JSON Lines files (.jsonl, .ndjson, .json, also .gz) or Parquet "
+                   "files or directories; any URL Spark reads (hdfs://, s3a://, ...)")
+    d.add_argument("--output", required=True, metavar="DIR",
+                   help="directory for kept/, clusters/, merges/, rejects/, state/ and report.json")
+    d.add_argument("--format", choices=["auto", "jsonl", "parquet"], default="auto",
+                   help="input format (default: by the first input's name; directories are Parquet)")
+    d.add_argument("--output-format", choices=["jsonl", "parquet"], default=None,
+                   help="output format (default: the input's)")
+    d.add_argument("--master", default=None,
+                   help="Spark master (default: spark-submit's, else local[*])")
+    d.add_argument("--previous", metavar="DIR", default=None,
+                   help="a previous run's output directory: deduplicate against its state too")
+    d.add_argument("--pairs", action="store_true", help="also write pairs/: every verified pair")
+    d.add_argument("--id-field", default="id")
+    d.add_argument("--text-field", action="append", default=None,
+                   help="text field, repeatable (default: title, description, body_text, text)")
+    d.add_argument("--url-field", default="url")
+    d.add_argument("--time-field", default="first_seen")
+    d.add_argument("--max-distance", type=int, default=16)
+    d.add_argument("--min-jaccard", type=float, default=0.8)
+    d.add_argument("--profile", default="xxh3", choices=["xxh3", "blake2b"])
+    d.add_argument("--shingle-width", type=int, default=4)
+    d.add_argument("--bits", type=int, default=64, choices=[64, 128])
+    d.add_argument("--weighting", default="tf", choices=["tf", "presence", "idf"])
+    d.add_argument("--idf", default=None)
+    d.add_argument("--tokens", default="words", choices=["words", "jieba", "chars"])
+    d.add_argument("--stopwords", action="store_true")
+    d.add_argument("--no-language", action="store_true")
+    d.add_argument("--max-bucket", type=int, default=50_000,
+                   help="pigeonhole groups larger than this are tiled (see report.json's skew)")
+    d.add_argument("--shuffle-partitions", type=int, default=None,
+                   help="spark.sql.shuffle.partitions (default: Spark's, coalesced adaptively)")
+    d.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
+    return p
+
+
+def _input_format(paths: List[str], given: str) -> str:
+    if given != "auto":
+        return given
+    first = paths[0].rstrip("/")
+    name = first[:-3] if first.endswith(".gz") else first
+    return "jsonl" if name.endswith(JSON_SUFFIXES) else "parquet"
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "script":
+        print(os.path.abspath(__file__))
+        return EXIT_DONE
+    # Imported here, so that `--help` answers without starting a JVM.
+    from pyspark import SparkConf
+    from pyspark.sql import SparkSession
+
+    import neardup
+
+    from neardup.spark import AccountingError, Options, dedup
+
+    try:
+        options = Options(
+            id=args.id_field,
+            text=args.text_field,
+            url=args.url_field,
+            first_seen=args.time_field,
+            max_distance=args.max_distance,
+            min_jaccard=args.min_jaccard,
+            profile=args.profile,
+            shingle=args.shingle_width,
+            bits=args.bits,
+            weighting=args.weighting,
+            idf=args.idf,
+            tokens=args.tokens,
+            stopwords=args.stopwords,
+            detect_language=not args.no_language,
+            max_bucket=args.max_bucket,
+        )
+    except (ValueError, TypeError, neardup.NeardupError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    local = [p for p in args.input if "://" not in p]
+    missing = [p for p in local if not os.path.exists(p)]
+    if missing:
+        print(f"error: no such input: {missing[0]}", file=sys.stderr)
+        return EXIT_ERROR
+    # Local executors run this interpreter (the one with neardup installed), unless told.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName("neardup dedup").config("spark.ui.showConsoleProgress", "false")
+    conf = SparkConf()
+    master = args.master or conf.get("spark.master", "local[*]")
+    builder = builder.master(master)
+    if args.shuffle_partitions:
+        builder = builder.config("spark.sql.shuffle.partitions", str(args.shuffle_partitions))
+    elif not conf.contains("spark.sql.shuffle.partitions") and master.startswith("local"):
+        # A local master: a few partitions per core, not Spark's 200 (each is a task).
+        builder = builder.config("spark.sql.shuffle.partitions", str(4 * _local_cores(master)))
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    fmt = _input_format(args.input, args.format)
+    try:
+        if fmt == "jsonl":
+            df = spark.read.text(args.input)
+            result = dedup(df, json="value", previous=_state(args.previous), options=options)
+        else:
+            df = spark.read.parquet(*args.input)
+            result = dedup(df, previous=_state(args.previous), options=options)
+        result.write(args.output, format=args.output_format or fmt, pairs=args.pairs)
+    except AccountingError as e:
+        print(f"accounting error: {e}", file=sys.stderr)
+        return EXIT_ACCOUNTING
+    except (ValueError, TypeError, neardup.NeardupError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    except Exception as e:  # Spark's own (an unreadable input, a failed task): named, exit 3.
+        print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    finally:
+        spark.stop()
+    report = result.report
+    if not args.quiet:
+        print(json.dumps({k: report[k] for k in ("input_records", "kept", "merged", "rejected", "clusters")}), file=sys.stderr)
+    return EXIT_REJECTS if report["rejected"] else EXIT_DONE
+
+
+def _local_cores(master: str) -> int:
+    """The cores of a local master: local, local[N], local[*], local[N,F]."""
+    inside = master[len("local["):-1].split(",")[0] if master.startswith("local[") else "1"
+    return os.cpu_count() or 2 if inside == "*" else max(1, int(inside) if inside.isdigit() else 1)
+
+
+def _state(previous: Optional[str]) -> Optional[str]:
+    return None if previous is None else os.path.join(previous, "state")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,440 @@
+"""The dedup job: stages in order, the survivors, and the outputs `neardup dedup` writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Dict, Optional
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+import neardup
+
+from . import _stages
+from ._components import components
+from ._options import Options
+
+PERSIST = StorageLevel.MEMORY_AND_DISK
+
+
+#: Keyword aliases of the column options: `dedup(df, id_col="key", text_col="body")`.
+COLUMN_ALIASES = {"id_col": "id", "text_col": "text", "url_col": "url", "first_seen_col": "first_seen"}
+
+
+class AccountingError(RuntimeError):
+    """The outputs do not account for every input record (kept + merged + rejected)."""
+
+
+@dataclass
+class Result:
+    """A run's outputs as DataFrames (lazy, over persisted stages) and its report."""
+
+    #: Kept records: the input's columns (or its JSON lines, with `json`) with
+    #: `source_urls`, `first_seen`, `cluster_size`, `neardup_fingerprint` and
+    #: `neardup_language`.
+    kept: DataFrame
+    #: Clusters of more than one record: `cluster`, `survivor`, `first_seen`, `members`,
+    #: `source_urls`, `size`.
+    clusters: DataFrame
+    #: One entry per merged record (and per survivor of a previous run displaced by an
+    #: earlier record): `kept`, `merged`, `merged_fingerprint`, `rule`, `distance`,
+    #: `jaccard`, `matched`, `source_urls`, `displaced`, `at`.
+    merges: DataFrame
+    #: Records that could not be used: `id`, `reason` (and `input`, with `json`).
+    rejects: DataFrame
+    #: Every verified pair: `a`, `b` (ids), `rule`, `distance`, `jaccard`.
+    pairs: DataFrame
+    #: Every record's fingerprint, set and cluster, for the next run's `previous`.
+    state: DataFrame
+    report: Dict[str, Any]
+    json: Optional[str] = None
+    timings: Dict[str, float] = field(default_factory=dict)
+
+    def write(self, out: str, format: str = "parquet", pairs: bool = False) -> None:
+        """Writes kept, clusters, merges, rejects (and pairs) as `format` ("parquet" or
+        "jsonl") directories under `out`, the state as Parquet, and report.json. The rows
+        written are counted as they are written and checked against the report's counts
+        (AccountingError where they differ)."""
+        if format not in ("parquet", "jsonl"):
+            raise ValueError(f"format {format!r}: \"parquet\" or \"jsonl\"")
+        started = time.monotonic()
+        outputs = {
+            "kept": self.kept,
+            "clusters": self.clusters,
+            "merges": self.merges,
+            "rejects": self.rejects,
+        }
+        if pairs:
+            outputs["pairs"] = self.pairs
+        written: Dict[str, Observation] = {}
+        for name, df in outputs.items():
+            path = os.path.join(out, name)
+            written[name] = Observation(f"neardup_{name}")
+            df = df.observe(written[name], F.count(F.lit(1)).alias("rows"))
+            if format == "parquet":
+                df.write.mode("overwrite").parquet(path)
+            elif name == "kept" and self.json is not None:
+                df.select(F.col(self.json).alias("value")).write.mode("overwrite").text(path)
+            else:
+                df.write.mode("overwrite").json(path, ignoreNullFields=True)
+        rows = {name: int(obs.get["rows"]) for name, obs in written.items()}
+        wrote = {
+            "kept": rows["kept"],
+            "merged": rows["merges"] - self.report.get("displaced_survivors", 0),
+            "rejected": rows["rejects"],
+        }
+        expected = {name: self.report.get(name) for name in wrote}
+        if self.report and wrote != expected:
+            raise AccountingError(f"the outputs written hold {wrote}, the run counted {expected}")
+        self.state.write.mode("overwrite").parquet(os.path.join(out, "state"))
+        self.timings["write"] = round(time.monotonic() - started, 3)
+        report = dict(self.report, timings_seconds=self.timings)
+        _write_text(self.kept.sparkSession, os.path.join(out, "report.json"), json.dumps(report, indent=2, sort_keys=True))
+
+
+def _write_text(spark: SparkSession, path: str, text: str) -> None:
+    if "://" not in path or path.startswith("file://"):
+        local = path[len("file://"):] if path.startswith("file://") else path
+        os.makedirs(os.path.dirname(local) or ".", exist_ok=True)
+        with open(local, "w", encoding="utf-8") as f:
+            f.write(text + "\n")
+    else:
+        spark.createDataFrame([(text,)], "value string").coalesce(1).write.mode("overwrite").text(path)
+
+
+def _rfc3339(ms) -> "F.Column":
+    """Milliseconds as the CLI writes a time: RFC 3339 in UTC, milliseconds when not zero."""
+    ts = F.timestamp_millis(ms)
+    return F.when(ms.isNull(), F.lit(None)).when(
+        ms % 1000 == 0, F.date_format(ts, "yyyy-MM-dd'T'HH:mm:ss'Z'")
+    ).otherwise(F.date_format(ts, "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'"))
+
+
+def _hex(fp, fp_hi, bits: int) -> "F.Column":
+    """The fingerprint in hex, as the CLI prints it."""
+    lo = F.lower(F.lpad(F.hex(fp), 16, "0"))
+    if bits == 64:
+        return lo
+    return F.concat(F.lower(F.lpad(F.hex(fp_hi), 16, "0")), lo)
+
+
+def read_state(spark: SparkSession, path: str, opts: Options) -> DataFrame:
+    """A previous run's state, refused when its profile is not this run's."""
+    state = spark.read.parquet(path)
+    profiles = [r["profile"] for r in state.select("profile").distinct().limit(2).collect()]
+    if profiles and profiles != [opts.profile_string]:
+        raise neardup.ProfileMismatch(
+            f"the previous run's state {path} was made with profile {profiles[0]}, "
+            f"this run's is {opts.profile_string}: fingerprints of two profiles cannot be compared"
+        )
+    return state
+
+
+def dedup(
+    df: DataFrame,
+    *,
+    json: Optional[str] = None,
+    previous: Optional[str] = None,
+    now: Optional[datetime] = None,
+    options: Optional[Options] = None,
+    **kwargs: Any,
+) -> Result:
+    """Deduplicates `df` (see the package's docstring). With `json=COLUMN`, each row's
+    COLUMN is one JSON line, checked field by field as the CLI checks one. With
+    `previous=PATH` (a previous run's `state`), records are deduplicated against it too."""
+    if options is not None and kwargs:
+        raise TypeError("pass options=Options(...) or keyword options, not both")
+    for alias, name in COLUMN_ALIASES.items():
+        if alias in kwargs:
+            if name in kwargs:
+                raise TypeError(f"{alias} and {name} name one option: pass one")
+            kwargs[name] = kwargs.pop(alias)
+    opts = options if options is not None else Options(**kwargs)
+    spark = df.sparkSession
+    spark.conf.set("spark.sql.session.timeZone", "UTC")
+    now = now or datetime.now(timezone.utc)
+    now_ms = int(now.timestamp() * 1000)
+    timings: Dict[str, float] = {}
+    clock = [time.monotonic()]
+
+    def lap(name: str) -> None:
+        t = time.monotonic()
+        timings[name] = round(t - clock[0], 3)
+        clock[0] = t
+
+    if json is not None:
+        df = df.filter(F.trim(F.col(json)) != "")
+    analysed = _stages.analyze(df, opts, json, now_ms).persist(PERSIST)
+    input_records = analysed.count()
+    lap("analysis")
+
+    records, rejects = _stages.unique_ids(analysed)
+    records = records.persist(PERSIST)
+    new = records.select(*[F.col("_nd_" + c).alias(c) for c in _stages.RECORD]).withColumn(
+        "old", F.lit(False)
+    )
+    state = None
+    if previous is not None:
+        state = read_state(spark, previous, opts)
+        taken = new.join(state.select("doc", F.col("content").alias("prev_content")), "doc")
+        again = records.join(
+            taken.select(F.col("doc").alias("_nd_doc"), F.col("content"), "prev_content"), "_nd_doc"
+        ).withColumn(
+            "_nd_reason",
+            F.when(
+                F.col("content") == F.col("prev_content"),
+                F.concat(F.lit("already stored: "), F.to_json(F.array("_nd_id")), F.lit(" was deduplicated by the previous run with the same text")),
+            ).otherwise(
+                F.concat(F.lit("duplicate id with different text: "), F.to_json(F.array("_nd_id")), F.lit(" is already stored with another text (ids must be unique; the stored record is kept as it is)"))
+            ),
+        ).drop("content", "prev_content")
+        rejects = rejects.unionByName(again)
+        new = new.join(state.select("doc"), "doc", "left_anti")
+        old = state.select(*_stages.RECORD).withColumn("old", F.lit(True))
+        everything = new.unionByName(old)
+    else:
+        everything = new
+    everything = everything.persist(PERSIST)
+
+    reps, exact = _stages.exact_tier(everything)
+    reps = reps.persist(PERSIST)
+    near, skew, candidate_count = _stages.near_pairs(reps, opts, skip_old=state is not None)
+    edges = exact.unionByName(near)
+    if state is not None:
+        earlier = state.filter(F.col("doc") != F.col("root")).select(
+            F.col("doc").alias("a"),
+            F.col("root").alias("b"),
+            F.lit("previous").alias("rule"),
+            F.lit(None).cast("int").alias("distance"),
+            F.lit(None).cast("double").alias("jaccard"),
+        )
+        edges = edges.unionByName(earlier)
+    edges = edges.persist(PERSIST)
+    edge_count = edges.count()
+    lap("candidates_and_verification")
+
+    roots, rounds = components(edges)
+    placed = _placed(everything, roots, state)
+    lap("components")
+
+    result = _outputs(opts, json, now_ms, records, rejects, placed, everything, edges)
+    tally = placed.members.agg(
+        F.sum((~F.col("old") & F.col("survivor")).cast("long")).alias("kept"),
+        F.sum((~F.col("old") & ~F.col("survivor")).cast("long")).alias("merged"),
+        F.sum((F.col("old") & ~F.col("survivor") & F.col("was_survivor")).cast("long")).alias("displaced"),
+    ).first()
+    counts = {
+        "kept": int(tally["kept"] or 0),
+        "merged": int(tally["merged"] or 0),
+        "rejected": result.rejects.count(),
+    }
+    lap("survivors")
+    report = {
+        "input_records": input_records,
+        **counts,
+        "clusters": result.clusters.count(),
+        "displaced_survivors": int(tally["displaced"] or 0),
+        "candidate_pairs": candidate_count.value,
+        "verified_pairs": edge_count,
+        "component_rounds": rounds,
+        "skew": skew,
+        "rule": opts.rule(),
+        "previous": previous,
+    }
+    balanced = counts["kept"] + counts["merged"] + counts["rejected"] == input_records
+    report["accounting_balanced"] = balanced
+    result.report = report
+    result.timings = timings
+    if not balanced:
+        raise AccountingError(
+            f"kept {counts['kept']} + merged {counts['merged']} + rejected "
+            f"{counts['rejected']} != input {input_records}"
+        )
+    return result
+
+
+@dataclass
+class _Placed:
+    """Every record's place in its cluster, over narrow columns: `components` (one row per
+    cluster: `root`, `s` the survivor, `size`, `m` its members, `touched` whether the run
+    added to it) and `members` (one row per record: `doc`, `id`, `url`, `fp`, `fp_hi`,
+    `old`, `root`, `survivor`, `was_survivor`, `s_id`)."""
+
+    components: DataFrame
+    members: DataFrame
+
+
+def _placed(everything: DataFrame, roots: DataFrame, state: Optional[DataFrame]) -> _Placed:
+    narrow = everything.select("doc", "id", "url", "first_seen", "fp", "fp_hi", "old")
+    assigned = narrow.join(roots, "doc", "left").withColumn(
+        "root", F.coalesce(F.col("root"), F.col("doc"))
+    )
+    if state is not None:
+        was = state.select("doc", (F.col("doc") == F.col("root")).alias("was_survivor"))
+        assigned = assigned.join(was, "doc", "left")
+    else:
+        assigned = assigned.withColumn("was_survivor", F.lit(None).cast("boolean"))
+    assigned = assigned.withColumn("was_survivor", F.coalesce(F.col("was_survivor"), F.lit(False)))
+    assigned = assigned.persist(PERSIST)
+    comp = (
+        assigned.groupBy("root")
+        .agg(
+            # The survivor: earliest first seen, then smallest id (doc, old and the
+            # fingerprint ride along; doc is unique, so they never decide).
+            F.min(F.struct("first_seen", "id", "doc", "old", "fp", "fp_hi")).alias("s"),
+            F.count(F.lit(1)).alias("size"),
+            F.sort_array(F.collect_list(F.struct("first_seen", "id", "url"))).alias("m"),
+            F.max((~F.col("old")).cast("int")).alias("touched"),
+        )
+        .persist(PERSIST)
+    )
+    members = (
+        assigned.join(comp.select("root", F.col("s.doc").alias("s_doc"), F.col("s.id").alias("s_id")), "root")
+        .withColumn("survivor", F.col("doc") == F.col("s_doc"))
+        .drop("s_doc")
+        .persist(PERSIST)
+    )
+    return _Placed(components=comp, members=members)
+
+
+def _outputs(opts, json, now_ms, records, rejects, placed, everything, edges) -> Result:
+    comp = placed.components
+    urls = F.filter(F.transform("m", lambda x: x["url"]), lambda u: u.isNotNull())
+    survivors = comp.filter(~F.col("s.old")).select(
+        F.col("s.doc").alias("_nd_doc"),
+        urls.alias("_nd_source_urls"),
+        F.col("s.first_seen").alias("_nd_first_ms"),
+        F.col("size").alias("_nd_size"),
+        _hex(F.col("s.fp"), F.col("s.fp_hi"), opts.bits).alias("_nd_hex"),
+    )
+    kept_rows = records.join(survivors, "_nd_doc")
+    input_cols = [c for c in records.columns if not c.startswith("_nd_")]
+    if json is not None:
+        kept = _annotated(kept_rows, json)
+    else:
+        own = [c for c in input_cols if c not in ("source_urls", "first_seen", "cluster_size", "neardup_fingerprint", "neardup_language")]
+        kept = kept_rows.select(
+            *own,
+            F.col("_nd_source_urls").alias("source_urls"),
+            _rfc3339(F.col("_nd_first_ms")).alias("first_seen"),
+            F.col("_nd_size").alias("cluster_size"),
+            F.col("_nd_hex").alias("neardup_fingerprint"),
+            F.col("_nd_language").alias("neardup_language"),
+        )
+
+    # Each merged record's best verified match: an exact copy first, then the highest
+    # Jaccard, the smallest distance, the smallest document id.
+    directed = edges.select(F.col("a").alias("doc"), F.col("b").alias("other"), "rule", "distance", "jaccard").unionByName(
+        edges.select(F.col("b").alias("doc"), F.col("a").alias("other"), "rule", "distance", "jaccard")
+    )
+    best = directed.groupBy("doc").agg(
+        F.max_by(
+            F.struct("other", "rule", "distance", "jaccard"),
+            F.struct(
+                (F.col("rule") == "exact").cast("int"),
+                F.coalesce(F.col("jaccard"), F.lit(-1.0)),
+                -F.coalesce(F.col("distance"), F.lit(1 << 20)),
+                -F.col("other"),
+            ),
+        ).alias("e")
+    )
+    members = placed.members
+    ids = members.select(F.col("doc").alias("e_doc"), F.col("id").alias("matched"))
+    merged = members.filter(~F.col("survivor") & (~F.col("old") | F.col("was_survivor")))
+    merges = (
+        merged.join(best, "doc", "left")
+        .join(ids, F.col("e.other") == F.col("e_doc"), "left")
+        .select(
+            F.col("s_id").alias("kept"),
+            F.col("id").alias("merged"),
+            _hex(F.col("fp"), F.col("fp_hi"), opts.bits).alias("merged_fingerprint"),
+            F.col("e.rule").alias("rule"),
+            F.col("e.distance").alias("distance"),
+            F.col("e.jaccard").alias("jaccard"),
+            F.col("matched"),
+            F.filter(F.array(F.col("url")), lambda u: u.isNotNull()).alias("source_urls"),
+            F.col("old").alias("displaced"),
+            F.lit(neardup_time(now_ms)).alias("at"),
+        )
+    )
+
+    clusters = comp.filter((F.col("size") > 1) & (F.col("touched") == 1)).select(
+        F.col("root").alias("cluster"),
+        F.col("s.id").alias("survivor"),
+        _rfc3339(F.col("s.first_seen")).alias("first_seen"),
+        F.transform("m", lambda x: x["id"]).alias("members"),
+        urls.alias("source_urls"),
+        F.col("size"),
+    )
+
+    reject_cols = [F.col("_nd_id").alias("id"), F.col("_nd_reason").alias("reason")]
+    if json is not None:
+        reject_cols.append(F.substring(F.col(json), 1, 500).alias("input"))
+    rejected = rejects.select(*reject_cols)
+
+    names = members.select("doc", "id")
+    pairs = (
+        edges.filter(F.col("rule") != "previous")
+        .join(names.select(F.col("doc").alias("a"), F.col("id").alias("a_id")), "a")
+        .join(names.select(F.col("doc").alias("b"), F.col("id").alias("b_id")), "b")
+        .select(F.col("a_id").alias("a"), F.col("b_id").alias("b"), "rule", "distance", "jaccard")
+    )
+    state_out = (
+        everything.select(*_stages.RECORD)
+        .join(members.select("doc", "root"), "doc")
+        .withColumn("profile", F.lit(opts.profile_string))
+    )
+    return Result(
+        kept=kept,
+        clusters=clusters,
+        merges=merges,
+        rejects=rejected,
+        pairs=pairs,
+        state=state_out,
+        report={},
+        json=json,
+    )
+
+
+def neardup_time(ms: int) -> str:
+    """Milliseconds as RFC 3339 in UTC, as the CLI writes them."""
+    t = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+    if ms % 1000 == 0:
+        return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+
+
+def _annotated(kept_rows: DataFrame, json: str) -> DataFrame:
+    """Kept JSON lines with the CLI's fields set (`neardup.annotate_json`, in the executors)."""
+    cols = kept_rows.select(
+        F.col(json).alias("line"),
+        F.col("_nd_source_urls").alias("urls"),
+        F.col("_nd_first_ms").alias("first"),
+        F.col("_nd_size").alias("size"),
+        F.col("_nd_hex").alias("hex"),
+        F.col("_nd_language").alias("language"),
+    )
+
+    def run(batches):
+        import pyarrow as pa
+
+        import neardup
+
+        for b in batches:
+            out = neardup.annotate_json(
+                b.column("line"),
+                b.column("urls"),
+                b.column("first"),
+                b.column("size"),
+                b.column("hex"),
+                b.column("language"),
+            )
+            yield pa.RecordBatch.from_arrays([out], names=[json])
+
+    return cols.mapInArrow(run, T.StructType([T.StructField(json, T.StringType())]))

@@ -1,0 +1,123 @@
+"""The job's options: `neardup dedup`'s names and defaults, checked before Spark starts."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from typing import Any, Dict, Optional, Sequence
+
+import neardup
+
+#: The text fields read when none are named, whichever a record has (the CLI's default).
+DEFAULT_TEXT_FIELDS = ("title", "description", "body_text", "text")
+
+
+@dataclass(frozen=True)
+class Options:
+    """What `neardup.spark.dedup` does, with `neardup dedup`'s defaults.
+
+    The linkage is the CLI's `--linkage single --chain-floor 0`: clusters are the connected
+    components of the verified pairs. The CLI's default chain floor (0.5) refuses joins in
+    input order, which has no meaning on a partitioned input, so it cannot be distributed
+    exactly; run the CLI with `--chain-floor 0` for the same clusters as this job.
+    Boilerplate learning (off by default in the CLI) and the short-text rule (the CLI's
+    default `--min-words 1` never uses it) are not part of the Spark job.
+    """
+
+    #: Field (column) holding the record id; ids are unique, as in a store.
+    id: str = "id"
+    #: Text fields, in order (default: title, description, body_text, text, whichever exist).
+    text: Optional[Sequence[str]] = None
+    #: Field holding the source URL.
+    url: str = "url"
+    #: Field holding the first-seen time (RFC 3339 string or timestamp).
+    first_seen: str = "first_seen"
+    #: Candidates within this many bits.
+    max_distance: int = 16
+    #: A candidate is a near-duplicate when the shingle sets' Jaccard is at least this.
+    min_jaccard: float = 0.8
+    #: Fingerprint profile (`--profile`, `--shingle-width`, `--bits`, `--weighting`,
+    #: `--idf`, `--tokens`, `--stopwords`).
+    profile: str = "xxh3"
+    shingle: int = 4
+    bits: int = 64
+    weighting: str = "tf"
+    idf: Optional[str] = None
+    tokens: str = "words"
+    stopwords: bool = False
+    #: Detect each record's language (`neardup_language` in kept records).
+    detect_language: bool = True
+    #: A pigeonhole group (one block value) larger than this is split into tiles compared
+    #: pair by pair, so no task holds more than twice this many fingerprints; such groups
+    #: are listed in the report's `skew`.
+    max_bucket: int = 50_000
+
+    def __post_init__(self) -> None:
+        if self.bits not in (64, 128):
+            raise ValueError(f"bits {self.bits}: fingerprints have 64 or 128 bits")
+        if not 0 <= self.max_distance < self.bits:
+            raise ValueError(
+                f"max_distance {self.max_distance}: between 0 and {self.bits - 1} bits "
+                f"(k + 1 pigeonhole blocks over {self.bits} bits)"
+            )
+        if not 0.0 < self.min_jaccard <= 1.0:
+            raise ValueError(f"min_jaccard {self.min_jaccard}: in (0, 1]")
+        if self.max_bucket < 2:
+            raise ValueError(f"max_bucket {self.max_bucket}: at least 2")
+        if isinstance(self.text, str):
+            object.__setattr__(self, "text", (self.text,))
+        if self.text is not None and len(self.text) == 0:
+            raise ValueError("text: at least one field name")
+        # The profile's own checks (an unknown weighting, idf without a table, ...).
+        self.fingerprinter()
+
+    def fingerprinter(self) -> "neardup.Fingerprinter":
+        return neardup.Fingerprinter(
+            profile=self.profile,
+            shingle=self.shingle,
+            bits=self.bits,
+            weighting=self.weighting,
+            tokens=self.tokens,
+            stopwords=self.stopwords,
+            idf=self.idf,
+        )
+
+    @property
+    def profile_string(self) -> str:
+        """The profile as the CLI prints and stores it, e.g. `neardup/4/xxh3/w4/b64/tf`."""
+        return self.fingerprinter().profile
+
+    @property
+    def text_fields(self) -> Sequence[str]:
+        return tuple(self.text) if self.text is not None else DEFAULT_TEXT_FIELDS
+
+    def analysis_kwargs(self) -> Dict[str, Any]:
+        """The keyword arguments of `neardup.analyze_batch` these options give."""
+        return dict(
+            id=self.id,
+            text=list(self.text_fields),
+            url=self.url,
+            first_seen=self.first_seen,
+            profile=self.profile,
+            shingle=self.shingle,
+            bits=self.bits,
+            weighting=self.weighting,
+            tokens=self.tokens,
+            stopwords=self.stopwords,
+            idf=self.idf,
+            detect_language=self.detect_language,
+        )
+
+    def rule(self) -> Dict[str, Any]:
+        """The rule as the report and the state record it."""
+        return {
+            "profile": self.profile_string,
+            "max_distance": self.max_distance,
+            "min_jaccard": self.min_jaccard,
+            "linkage": "components",
+            "max_bucket": self.max_bucket,
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)

@@ -1,0 +1,278 @@
+"""The job's stages before clustering, each a Spark stage over Arrow batches on the Rust core:
+analysis, unique ids, the exact tier, and pigeonhole candidates verified by exact Jaccard."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, List, Optional, Tuple
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from ._options import Options
+
+#: The analysis's columns, as `neardup.analyze_batch` makes them (prefixed `_nd_` beside the
+#: input's own columns).
+ANALYSIS_FIELDS = [
+    ("doc", T.LongType()),
+    ("id", T.StringType()),
+    ("url", T.StringType()),
+    ("first_seen", T.LongType()),
+    ("fp", T.LongType()),
+    ("fp_hi", T.LongType()),
+    ("content", T.BinaryType()),
+    ("set", T.BinaryType()),
+    ("tokens", T.IntegerType()),
+    ("language", T.StringType()),
+    ("reason", T.StringType()),
+]
+
+#: What every later stage reads of a record (the input's own columns are only read back for
+#: the kept records).
+RECORD = ["doc", "id", "url", "first_seen", "fp", "fp_hi", "content", "set", "language"]
+
+
+def analyze(df: DataFrame, opts: Options, json_column: Optional[str], now_ms: int) -> DataFrame:
+    """Stage 1: each record normalised, shingled and fingerprinted in the executors
+    (`mapInArrow`), beside its own columns. A record that cannot be used gets `_nd_reason`."""
+    schema = T.StructType(
+        list(df.schema.fields)
+        + [T.StructField("_nd_" + name, t, True) for name, t in ANALYSIS_FIELDS]
+    )
+    kwargs = opts.analysis_kwargs()
+    if json_column is None:
+        present = set(df.columns)
+        missing = [n for n in [opts.id] if n not in present]
+        if missing:
+            raise ValueError(f"no column {missing[0]!r} (the record id): pass id=NAME")
+        if opts.text is not None:
+            absent = [n for n in opts.text if n not in present]
+            if absent:
+                raise ValueError(f"no column {absent[0]!r} (a text field)")
+        elif not any(n in present for n in opts.text_fields):
+            raise ValueError(
+                "no text column: none of "
+                + ", ".join(repr(n) for n in opts.text_fields)
+                + " (pass text=NAME)"
+            )
+        else:
+            kwargs["text"] = [n for n in opts.text_fields if n in present]
+        _check_types(df, [opts.id, opts.url] + list(kwargs["text"]), opts.first_seen)
+
+    def run(batches):
+        import pyarrow as pa
+
+        import neardup
+
+        for batch in batches:
+            out = neardup.analyze_batch(batch, json=json_column, now_ms=now_ms, threads=1, **kwargs)
+            yield pa.RecordBatch.from_arrays(
+                list(batch.columns) + list(out.columns),
+                names=list(batch.schema.names) + ["_nd_" + n for n in out.schema.names],
+            )
+
+    return df.mapInArrow(run, schema)
+
+
+def _check_types(df: DataFrame, strings: List[str], time: str) -> None:
+    """Columns of the wrong type, named before any task runs: ids, URLs and texts are
+    strings, the first-seen time a string (RFC 3339) or a timestamp."""
+    types = {f.name: f.dataType for f in df.schema.fields}
+    for name in strings:
+        if name in types and not isinstance(types[name], T.StringType):
+            raise TypeError(f"column {name!r} is {types[name].simpleString()}, not string")
+    if time in types and not isinstance(types[time], (T.StringType, T.TimestampType, T.TimestampNTZType)):
+        raise TypeError(f"column {time!r} is {types[time].simpleString()}, not a string or timestamp")
+
+
+def unique_ids(analysed: DataFrame) -> Tuple[DataFrame, DataFrame]:
+    """One record per id: (records, rejects). Of several records with one id, the earliest
+    first seen (then the smallest content hash) is kept; the others are rejected, with the
+    CLI's words where the texts differ. Two ids whose 64-bit document ids collide are
+    rejected the same way (about one pair in 2^64, a 3% chance over 10^9 records).
+
+    Ids are counted over the document ids alone; only records whose id repeats are ranked,
+    so a corpus of unique ids (the usual case) never moves its records for this check."""
+    ok = analysed.filter(F.col("_nd_reason").isNull())
+    bad = analysed.filter(F.col("_nd_reason").isNotNull())
+    repeated = ok.groupBy("_nd_doc").count().filter(F.col("count") > 1).select("_nd_doc")
+    if repeated.isEmpty():
+        return ok, bad
+    flagged = ok.join(repeated.withColumn("_nd_repeated", F.lit(True)), "_nd_doc", "left")
+    single = flagged.filter(F.col("_nd_repeated").isNull()).drop("_nd_repeated")
+    multi = flagged.filter(F.col("_nd_repeated")).drop("_nd_repeated")
+    order = Window.partitionBy("_nd_doc").orderBy("_nd_first_seen", "_nd_content", "_nd_id")
+    ranked = (
+        multi.withColumn("_nd_rank", F.row_number().over(order))
+        .withColumn("_nd_first_id", F.first("_nd_id").over(order))
+        .withColumn("_nd_first_content", F.first("_nd_content").over(order))
+    )
+    helpers = ("_nd_rank", "_nd_first_id", "_nd_first_content")
+    records = single.unionByName(ranked.filter(F.col("_nd_rank") == 1).drop(*helpers))
+    reason = (
+        F.when(
+            F.col("_nd_id") != F.col("_nd_first_id"),
+            F.concat(
+                F.lit("document id collision: ids "),
+                F.to_json(F.array("_nd_first_id", "_nd_id")),
+                F.lit(" hash to one 64-bit id; rename one"),
+            ),
+        )
+        .when(
+            F.col("_nd_content") == F.col("_nd_first_content"),
+            F.concat(F.lit("duplicate id: "), F.to_json(F.array("_nd_id")), F.lit(" appears again with the same text")),
+        )
+        .otherwise(
+            F.concat(
+                F.lit("duplicate id with different text: "),
+                F.to_json(F.array("_nd_id")),
+                F.lit(" is already taken by a record with another text (ids must be unique)"),
+            )
+        )
+    )
+    dupes = ranked.filter(F.col("_nd_rank") > 1).withColumn("_nd_reason", reason)
+    return records, bad.unionByName(dupes.drop(*helpers))
+
+
+def exact_tier(records: DataFrame) -> Tuple[DataFrame, DataFrame]:
+    """Stage 1b: records of one content hash collapse onto one representative (the earliest
+    first seen, then the smallest id), which alone goes on to the candidate search:
+    (representatives, exact edges `a` -> `b` with `rule` "exact"). Groups are found over
+    (content, first seen, id, doc) alone; only the copies are then taken out of the records."""
+    narrow = records.select("doc", "content", "first_seen", "id")
+    groups = (
+        narrow.groupBy("content")
+        .agg(F.min(F.struct("first_seen", "id", "doc")).alias("r"), F.count(F.lit(1)).alias("n"))
+        .filter(F.col("n") > 1)
+        .select("content", F.col("r.doc").alias("rep"))
+    )
+    edges = (
+        narrow.join(groups, "content")
+        .filter(F.col("doc") != F.col("rep"))
+        .select(
+            F.col("doc").alias("a"),
+            F.col("rep").alias("b"),
+            F.lit("exact").alias("rule"),
+            F.lit(0).cast("int").alias("distance"),
+            F.lit(1.0).alias("jaccard"),
+        )
+    )
+    reps = records.join(edges.select(F.col("a").alias("doc")), "doc", "left_anti")
+    return reps, edges
+
+
+VERIFIED = T.StructType(
+    [
+        T.StructField("a", T.LongType()),
+        T.StructField("b", T.LongType()),
+        T.StructField("distance", T.IntegerType()),
+        T.StructField("jaccard", T.DoubleType()),
+    ]
+)
+
+
+def near_pairs(reps: DataFrame, opts: Options, skip_old: bool) -> Tuple[DataFrame, Dict[str, Any], Any]:
+    """Stages 2 and 3: every pair of representatives within `max_distance` bits whose exact
+    Jaccard is at least `min_jaccard`.
+
+    Candidates come from the pigeonhole principle: k + 1 disjoint blocks of the fingerprint,
+    rows shuffled on (block, value), pairs found inside each group (the library's all-pairs
+    join or a pair-by-pair scan) and each reported only by the lowest block the two agree
+    on, so no global distinct is needed. Each row carries its record's verification set, so
+    a group verifies its own pairs where the sets already are: the shuffle is k + 1 copies
+    of each set whatever the number of chance pairs, where a join of pairs to sets moves two
+    sets per candidate (at k = 16 on real man pages, 64 candidates per record). A group
+    over `max_bucket` is cut into tiles and compared tile pair by tile pair. With
+    `skip_old`, pairs of two records of the previous run (decided then) are not scored.
+
+    Returns (pairs `a`, `b`, `distance`, `jaccard`, the skew report, an accumulator that
+    counts the candidates once the pairs are computed)."""
+    bits, k, cap = opts.bits, opts.max_distance, opts.max_bucket
+    spark = reps.sparkSession
+    fields = [
+        T.StructField("block", T.IntegerType()),
+        T.StructField("value", T.LongType()),
+        T.StructField("doc", T.LongType()),
+        T.StructField("fp", T.LongType()),
+        T.StructField("fp_hi", T.LongType()),
+    ]
+    rows = ["doc", "fp", "fp_hi"]
+    keys = ["doc", "fp", "fp_hi", "set"]
+    if skip_old:
+        keys.append("old")
+
+    def blocks_of(batches):
+        import neardup
+
+        for batch in batches:
+            yield neardup.pigeonhole_blocks(batch, bits=bits, k=k)
+
+    sizes = (
+        reps.select(*rows)
+        .mapInArrow(blocks_of, T.StructType(fields))
+        .groupBy("block", "value")
+        .count()
+        .persist()
+    )
+    largest = sizes.orderBy(F.desc("count"), "block", "value").limit(5).collect()
+    big = sizes.filter(F.col("count") > cap).collect()
+    sizes.unpersist()
+    skew: Dict[str, Any] = {
+        "blocks": k + 1,
+        "max_bucket": cap,
+        "largest_buckets": [
+            {"block": r["block"], "value": r["value"], "size": r["count"]} for r in largest
+        ],
+        "split_buckets": [
+            {"block": r["block"], "value": r["value"], "size": r["count"], "tiles": math.ceil(r["count"] / cap)}
+            for r in sorted(big, key=lambda r: -r["count"])
+        ],
+    }
+    fields.append(T.StructField("set", T.BinaryType()))
+    if skip_old:
+        fields.append(T.StructField("old", T.BooleanType()))
+    blocks = reps.select(*keys).mapInArrow(blocks_of, T.StructType(fields))
+    if big:
+        tiles = spark.createDataFrame(
+            [(r["block"], r["value"], math.ceil(r["count"] / cap)) for r in big],
+            "block int, value long, tiles int",
+        )
+        blocks = blocks.join(F.broadcast(tiles), ["block", "value"], "left")
+    else:
+        blocks = blocks.withColumn("tiles", F.lit(None).cast("int"))
+    tiles_col = F.coalesce(F.col("tiles"), F.lit(1))
+    tiled = (
+        blocks.withColumn("tile", F.pmod(F.xxhash64("doc"), tiles_col).cast("int"))
+        .withColumn("other", F.explode(F.sequence(F.lit(0), tiles_col - 1)))
+        .withColumn("ta", F.least("tile", "other"))
+        .withColumn("tb", F.greatest("tile", "other"))
+        .withColumn(
+            "side",
+            F.when(F.col("tile") < F.col("other"), 0)
+            .when(F.col("tile") > F.col("other"), 1)
+            .otherwise(-1)
+            .cast("byte"),
+        )
+        .select("block", "value", "ta", "tb", "side", *keys)
+    )
+    counted = spark.sparkContext.accumulator(0)
+    min_jaccard = opts.min_jaccard
+
+    def pairs_of(table):
+        import pyarrow as pa
+
+        import neardup
+
+        if table.num_rows == 0:
+            return pa.schema(
+                [("a", pa.int64()), ("b", pa.int64()), ("distance", pa.int32()), ("jaccard", pa.float64())]
+            ).empty_table()
+        cross = table.column("ta")[0].as_py() != table.column("tb")[0].as_py()
+        out = neardup.block_pairs(table, bits=bits, k=k, cross=cross, min_jaccard=min_jaccard)
+        counted.add(int(out.schema.metadata[b"candidates"]))
+        return pa.Table.from_batches([out])
+
+    pairs = tiled.groupBy("block", "value", "ta", "tb").applyInArrow(pairs_of, VERIFIED)
+    pairs = pairs.select("a", "b", F.lit("simhash+jaccard").alias("rule"), "distance", "jaccard")
+    return pairs, skew, counted

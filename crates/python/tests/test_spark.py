@@ -1,0 +1,430 @@
+"""neardup.spark on a local[2] master: the same clusters, fingerprints and Jaccard scores as
+`neardup dedup`, skew, bad input, incremental runs and the command line.
+
+Needs pyspark (with pandas and pyarrow) and Java 17; scripts/test_python.sh installs the
+first, .ci/run the second. Nothing here skips: a missing piece fails the suite."""
+
+from __future__ import annotations
+
+import glob
+import gzip
+import itertools
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+import neardup
+from neardup.spark import AccountingError, Options, dedup
+
+NEARDUP = os.environ.get("NEARDUP_BIN", "neardup")
+HERE = Path(__file__).resolve().parent
+
+#: The CLI's flags for the job's linkage: connected components of every verified pair.
+CLI_SAME_RULE = ["--chain-floor", "0", "--max-candidates", "1000000"]
+
+
+@pytest.fixture(scope="module")
+def spark():
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("neardup tests")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.ui.enabled", "false")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+# ---------------------------------------------------------------------------------------
+# Real text from this machine: nobody here wrote it.
+
+
+def _files(root: str, keep) -> list:
+    out = []
+    for dirpath, dirs, files in os.walk(root):
+        dirs.sort()
+        for name in sorted(files):
+            path = os.path.join(dirpath, name)
+            if not os.path.islink(path) and keep(name):
+                out.append(path)
+    return out
+
+
+def _read(path: str, limit: int) -> str:
+    opener = gzip.open if path.endswith(".gz") else open
+    try:
+        with opener(path, "rb") as f:
+            return f.read(limit).decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def _fortunes() -> list:
+    """Every fortune cookie (`fortunes`, `fortunes-zh`): short real texts, some of them in
+    several files (the .u8 copies), so exact and near copies are there to find."""
+    out = []
+    for path in _files("/usr/share/games/fortunes", lambda n: not n.endswith(".dat")):
+        text = _read(path, 1 << 22)
+        for i, cookie in enumerate(text.split("\n%\n")):
+            if cookie.strip():
+                out.append((f"fortune:{os.path.basename(path)}:{i}", cookie))
+    return out
+
+
+def real_records(total: int = 12_000) -> list:
+    """Man pages, /usr/share/doc copyright files and changelogs, and fortunes: up to a third
+    of `total` each, topped up from whichever has more, in a fixed order."""
+    max_bytes = 16_384
+    man = [(p, None) for p in _files("/usr/share/man", lambda n: n.endswith(".gz"))]
+    docs = [
+        (p, None)
+        for p in _files(
+            "/usr/share/doc",
+            lambda n: n == "copyright" or (n.startswith("changelog") and n.endswith(".gz")),
+        )
+    ]
+    sources = [man, docs, _fortunes()]
+    share = total // 3
+    picked = [s[:share] for s in sources]
+    spare = total - sum(len(p) for p in picked)
+    for s, p in zip(sources, picked):
+        extra = s[len(p) : len(p) + spare]
+        p.extend(extra)
+        spare -= len(extra)
+    records = []
+    for key, text in itertools.chain(*picked):
+        if text is None:
+            text = _read(key, max_bytes)
+        records.append(
+            {"id": key, "url": "file://" + key, "first_seen": "2026-01-01T00:00:00Z", "text": text[:max_bytes]}
+        )
+    return records
+
+
+def write_jsonl(path: Path, records) -> Path:
+    with open(path, "w", encoding="utf-8") as f:
+        for r in records:
+            f.write(r if isinstance(r, str) else json.dumps(r, ensure_ascii=False))
+            f.write("\n")
+    return path
+
+
+def run_cli(path: Path, out: Path, *flags: str) -> dict:
+    store = out.parent / (out.name + ".db")
+    done = subprocess.run(
+        [NEARDUP, "dedup", str(path), "--out", str(out), "--store", str(store), "--pairs", *flags],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode in (0, 2), done.stderr
+    read = lambda name: [json.loads(line) for line in open(out / f"{name}.jsonl", encoding="utf-8")]
+    return {name: read(name) for name in ("kept", "clusters", "merges", "rejects", "pairs")}
+
+
+def partition(clusters) -> set:
+    return {frozenset(c["members"]) for c in clusters}
+
+
+def co_clustered(clusters) -> set:
+    return {
+        (a, b)
+        for c in clusters
+        for a, b in itertools.combinations(sorted(c["members"]), 2)
+    }
+
+
+def rows(df) -> list:
+    return [r.asDict(recursive=True) for r in df.collect()]
+
+
+# ---------------------------------------------------------------------------------------
+# Equivalence with the CLI.
+
+
+@pytest.fixture(scope="module")
+def real_corpus(tmp_path_factory):
+    records = real_records()
+    assert len(records) >= 10_000, (
+        f"only {len(records)} real records on this machine: install fortunes, fortunes-zh, "
+        "manpages and manpages-dev (as .ci/run does)"
+    )
+    path = write_jsonl(tmp_path_factory.mktemp("real") / "real.jsonl", records)
+    return records, path
+
+
+def test_equivalence_with_the_cli_on_a_real_corpus(spark, real_corpus, tmp_path):
+    records, path = real_corpus
+    cli = run_cli(path, tmp_path / "cli", *CLI_SAME_RULE)
+    result = dedup(spark.read.text(str(path)), json="value")
+    report = result.report
+    assert report["input_records"] == len(records)
+    assert report["accounting_balanced"]
+
+    # Clusters: the same partition, so pairwise F1 between the two is 1.0.
+    ours = rows(result.clusters)
+    theirs_pairs, ours_pairs = co_clustered(cli["clusters"]), co_clustered(ours)
+    assert len(theirs_pairs) > 1000, "the corpus should hold real near-duplicates"
+    common = len(theirs_pairs & ours_pairs)
+    f1 = 2 * common / (len(theirs_pairs) + len(ours_pairs))
+    assert f1 == 1.0
+    assert partition(ours) == partition(cli["clusters"])
+    # Survivors: the same one per cluster, with every source URL.
+    assert {(c["survivor"], tuple(sorted(c["source_urls"]))) for c in ours} == {
+        (c["survivor"], tuple(sorted(c["source_urls"]))) for c in cli["clusters"]
+    }
+
+    # Kept records: the same ids, fingerprints (bit for bit), sizes, URLs and languages.
+    kept = [json.loads(r["value"]) for r in result.kept.collect()]
+    key = lambda r: (
+        r["id"],
+        r["neardup_fingerprint"],
+        r["cluster_size"],
+        r["first_seen"],
+        tuple(sorted(r["source_urls"])),
+        r.get("neardup_language"),
+        r["text"],
+    )
+    assert sorted(map(key, kept)) == sorted(map(key, cli["kept"]))
+
+    # Near-duplicate pairs: the same pairs, distances and Jaccard scores (exact floats).
+    near = lambda ps: {
+        (min(p["a"], p["b"]), max(p["a"], p["b"])): (p["distance"], p["jaccard"])
+        for p in ps
+        if p["rule"] == "simhash+jaccard"
+    }
+    assert near(rows(result.pairs)) == near(cli["pairs"])
+    # Merged records: the same records, with their own fingerprints, under the same survivor.
+    merged = lambda ms: sorted((m["merged"], m["merged_fingerprint"]) for m in ms)
+    assert merged(rows(result.merges)) == merged(cli["merges"])
+    assert len(rows(result.rejects)) == len(cli["rejects"])
+    assert report["kept"] == len(cli["kept"])
+    assert report["candidate_pairs"] >= report["verified_pairs"] - sum(
+        1 for p in cli["pairs"] if p["rule"] == "exact"
+    )
+
+
+def test_fingerprints_are_the_python_packages(spark, real_corpus):
+    records, _ = real_corpus
+    sample = [r for r in records[::97] if r["text"].strip()][:60]
+    df = spark.createDataFrame(sample)
+    result = dedup(df, detect_language=False)
+    got = {r["id"]: r["neardup_fingerprint"] for r in result.kept.collect()}
+    assert len(got) >= 30
+    fp = neardup.Fingerprinter()
+    for r in sample:
+        if r["id"] in got:
+            assert got[r["id"]] == f"{int(fp.fingerprint([r['text']])[0]):016x}"
+
+
+# ---------------------------------------------------------------------------------------
+# Skew, empty input, all duplicates, bad records.
+
+
+def _edits(base: str, n: int) -> list:
+    """`n` copies of `base`, each with one of its words replaced: one block value shared by
+    nearly all of them."""
+    words = base.split()
+    out = []
+    for i in range(n):
+        w = list(words)
+        w[(i * 7) % len(w)] = f"edit{i}"
+        out.append(" ".join(w))
+    return out
+
+
+def test_a_shared_block_is_tiled_within_the_cap_and_reported(spark, real_corpus):
+    records, _ = real_corpus
+    base = next(r["text"] for r in records if 3000 < len(r["text"].split()) * 6 < 12000)
+    texts = _edits(base, 300) + [r["text"] for r in records[-300:]]
+    data = [{"id": f"r{i:04d}", "text": t} for i, t in enumerate(texts)]
+    df = spark.createDataFrame(data)
+    capped = dedup(df, max_bucket=40, now=None)
+    skew = capped.report["skew"]
+    assert skew["split_buckets"], skew
+    for b in skew["split_buckets"]:
+        assert b["size"] > 40 and b["tiles"] == -(-b["size"] // 40)
+    assert max(b["size"] for b in skew["largest_buckets"]) >= 250
+    whole = dedup(df, max_bucket=100_000)
+    assert not whole.report["skew"]["split_buckets"]
+    # Tiling changes nothing found.
+    pairs = lambda r: sorted((p["a"], p["b"], p["distance"], p["jaccard"]) for p in rows(r.pairs))
+    assert pairs(capped) == pairs(whole)
+    assert partition(rows(capped.clusters)) == partition(rows(whole.clusters))
+    assert capped.report["accounting_balanced"]
+    assert capped.report["kept"] + capped.report["merged"] == len(data)
+
+
+def test_empty_input(spark, tmp_path):
+    path = write_jsonl(tmp_path / "empty.jsonl", [])
+    result = dedup(spark.read.text(str(path)), json="value")
+    assert result.report["input_records"] == 0
+    assert (result.report["kept"], result.report["merged"], result.report["rejected"]) == (0, 0, 0)
+    assert result.report["accounting_balanced"]
+    result.write(str(tmp_path / "out"), format="jsonl")
+    assert json.loads((tmp_path / "out" / "report.json").read_text())["kept"] == 0
+
+
+def test_all_duplicates_collapse_onto_the_earliest(spark):
+    text = "The quick brown fox jumps over the lazy dog while the cat sleeps on the warm mat."
+    data = [
+        {"id": f"d{i:02d}", "url": f"https://e.com/{i}", "first_seen": f"2026-01-{(i % 28) + 1:02d}T00:00:00Z", "text": text}
+        for i in range(40)
+    ]
+    result = dedup(spark.createDataFrame(data))
+    r = result.report
+    assert (r["kept"], r["merged"], r["rejected"], r["clusters"]) == (1, 39, 0, 1)
+    [kept] = rows(result.kept)
+    assert kept["id"] == "d00" and kept["first_seen"] == "2026-01-01T00:00:00Z"
+    assert kept["cluster_size"] == 40
+    assert sorted(kept["source_urls"]) == sorted(d["url"] for d in data)
+    merges = rows(result.merges)
+    assert {m["rule"] for m in merges} == {"exact"} and {m["kept"] for m in merges} == {"d00"}
+
+
+def test_bad_records_are_rejected_with_reasons(spark, tmp_path):
+    good = "A record with enough words to fingerprint, about nothing in particular at all."
+    lines = [
+        json.dumps({"id": "ok1", "text": good}),
+        json.dumps({"id": "no-text"}),
+        json.dumps({"id": "number", "text": 42}),
+        json.dumps({"text": good + " no id"}),
+        json.dumps({"id": "bad-url", "url": 7, "text": good}),
+        json.dumps({"id": "bad-time", "first_seen": "yesterday", "text": good}),
+        "{not json",
+        json.dumps(["an", "array"]),
+        json.dumps({"id": "ok1", "text": good + " again, with other words"}),
+    ]
+    path = write_jsonl(tmp_path / "bad.jsonl", lines)
+    result = dedup(spark.read.text(str(path)), json="value")
+    r = result.report
+    assert r["input_records"] == len(lines)
+    assert r["kept"] + r["merged"] + r["rejected"] == len(lines)
+    assert r["kept"] == 1 and r["rejected"] == len(lines) - 1
+    reasons = {x["id"]: x["reason"] for x in rows(result.rejects) if x["id"]}
+    assert "text" in reasons["no-text"]
+    assert "text" in reasons["number"] and "number" in reasons["number"]
+    assert "url" in reasons["bad-url"]
+    assert "first_seen" in reasons["bad-time"]
+    assert "duplicate id" in reasons["ok1"]
+    anonymous = [x for x in rows(result.rejects) if not x["id"]]
+    assert len(anonymous) == 3 and all(x["reason"] and x["input"] for x in anonymous)
+
+
+def test_bad_rows_of_a_dataframe_are_rejected(spark):
+    df = spark.createDataFrame(
+        [("a", "some words in a row that is fine"), ("b", None), (None, "text without an id")],
+        "id string, text string",
+    )
+    result = dedup(df)
+    r = result.report
+    assert (r["kept"], r["rejected"]) == (1, 2)
+    with pytest.raises(ValueError, match="no column 'body'"):
+        dedup(df, text_col="body")
+    with pytest.raises(TypeError):
+        dedup(spark.createDataFrame([("a", 5)], "id string, text int"))
+
+
+# ---------------------------------------------------------------------------------------
+# Incremental runs, profiles, stable ids.
+
+
+def test_an_incremental_run_matches_one_run_over_everything(spark, real_corpus, tmp_path):
+    records, _ = real_corpus
+    sample = records[::6][:1500]
+    first, second = sample[: len(sample) // 2], sample[len(sample) // 2 :]
+    day1 = dedup(spark.createDataFrame(first))
+    day1.write(str(tmp_path / "day1"))
+    again = first[:5]
+    day2 = dedup(spark.createDataFrame(second + again), previous=str(tmp_path / "day1" / "state"))
+    both = dedup(spark.createDataFrame(sample))
+    r = day2.report
+    assert r["input_records"] == len(second) + len(again)
+    assert r["kept"] + r["merged"] + r["rejected"] == r["input_records"]
+    already = [x for x in rows(day2.rejects) if x["reason"].startswith("already stored")]
+    assert len(already) == len(again)
+    displaced = {m["merged"] for m in rows(day2.merges) if m["displaced"]}
+    kept = ({r["id"] for r in rows(day1.kept)} - displaced) | {r["id"] for r in rows(day2.kept)}
+    assert kept == {r["id"] for r in rows(both.kept)}
+
+
+def test_a_previous_run_of_another_profile_is_refused(spark, tmp_path):
+    df = spark.createDataFrame([{"id": "a", "text": "one two three four five six seven"}])
+    dedup(df).write(str(tmp_path / "run"))
+    with pytest.raises(neardup.ProfileMismatch, match="w3"):
+        dedup(df, shingle=3, previous=str(tmp_path / "run" / "state"))
+
+
+def test_ids_and_survivors_do_not_depend_on_partitioning(spark, real_corpus):
+    records, _ = real_corpus
+    sample = records[::8][:1200]
+    df = spark.createDataFrame(sample)
+    one = dedup(df.repartition(1))
+    many = dedup(df.repartition(7))
+    assert partition(rows(one.clusters)) == partition(rows(many.clusters))
+    assert sorted(r["id"] for r in rows(one.kept)) == sorted(r["id"] for r in rows(many.kept))
+    state = {r["id"]: r["doc"] for r in one.state.select("id", "doc").collect()}
+    assert all(doc == neardup.doc_id(i) for i, doc in list(state.items())[:50])
+
+
+def test_options_are_checked_before_spark_runs():
+    with pytest.raises(ValueError, match="max_distance"):
+        Options(max_distance=64)
+    with pytest.raises(ValueError, match="min_jaccard"):
+        Options(min_jaccard=0)
+    assert Options().profile_string == neardup.Fingerprinter().profile
+    assert issubclass(AccountingError, RuntimeError)
+
+
+# ---------------------------------------------------------------------------------------
+# The command line: python -m neardup.spark and spark-submit.
+
+
+def _job(*args, **kw):
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
+    return subprocess.run(args, capture_output=True, text=True, env=env, **kw)
+
+
+def test_bad_arguments_exit_3_without_spark(tmp_path):
+    done = _job(sys.executable, "-m", "neardup.spark", "dedup", "--input", str(tmp_path / "missing.jsonl"), "--output", str(tmp_path / "o"))
+    assert done.returncode == 3 and "no such input" in done.stderr
+    done = _job(sys.executable, "-m", "neardup.spark", "dedup", "--input", "x.jsonl", "--output", "o", "--min-jaccard", "2")
+    assert done.returncode == 3 and "min_jaccard" in done.stderr
+
+
+def test_spark_submit_runs_the_job_like_the_cli(real_corpus, tmp_path):
+    records, _ = real_corpus
+    sample = records[::20][:400] + [{"id": "broken", "text": None}]
+    path = write_jsonl(tmp_path / "in.jsonl", sample)
+    script = _job(sys.executable, "-m", "neardup.spark", "script").stdout.strip()
+    submit = os.path.join(os.path.dirname(sys.executable), "spark-submit")
+    done = _job(submit, "--master", "local[2]", script, "dedup", "--input", str(path), "--output", str(tmp_path / "out"), "--pairs")
+    assert done.returncode == 2, done.stderr[-3000:]
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["accounting_balanced"] and report["rejected"] == 1
+    kept = [json.loads(l) for p in glob.glob(str(tmp_path / "out" / "kept" / "part-*")) for l in open(p)]
+    assert len(kept) == report["kept"] and all("neardup_fingerprint" in k for k in kept)
+    cli = run_cli(path, tmp_path / "cli", *CLI_SAME_RULE)
+    assert sorted(k["id"] for k in kept) == sorted(k["id"] for k in cli["kept"])
+    rejects = [json.loads(l) for p in glob.glob(str(tmp_path / "out" / "rejects" / "part-*")) for l in open(p)]
+    assert [r["id"] for r in rejects] == ["broken"]
+
+
+def test_parquet_in_and_out(spark, tmp_path):
+    data = [{"id": f"p{i}", "text": f"parquet record number {i % 3} with some shared words in it"} for i in range(9)]
+    spark.createDataFrame(data).write.parquet(str(tmp_path / "in"))
+    done = _job(sys.executable, "-m", "neardup.spark", "dedup", "--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"), "--master", "local[1]")
+    assert done.returncode == 0, done.stderr[-3000:]
+    kept = spark.read.parquet(str(tmp_path / "out" / "kept"))
+    assert kept.count() == 3
+    assert {"source_urls", "first_seen", "cluster_size", "neardup_fingerprint"} <= set(kept.columns)
+    assert spark.read.parquet(str(tmp_path / "out" / "merges")).count() == 6
