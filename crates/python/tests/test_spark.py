@@ -7,7 +7,6 @@ first, .ci/run the second. Nothing here skips: a missing piece fails the suite."
 from __future__ import annotations
 
 import glob
-import gzip
 import itertools
 import json
 import os
@@ -17,10 +16,10 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 
 import neardup
 from neardup.spark import AccountingError, Options, dedup
+from real_corpus import real_records
 
 NEARDUP = os.environ.get("NEARDUP_BIN", "neardup")
 HERE = Path(__file__).resolve().parent
@@ -43,72 +42,6 @@ def spark():
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
-
-
-# ---------------------------------------------------------------------------------------
-# Real text from this machine: nobody here wrote it.
-
-
-def _files(root: str, keep) -> list:
-    out = []
-    for dirpath, dirs, files in os.walk(root):
-        dirs.sort()
-        for name in sorted(files):
-            path = os.path.join(dirpath, name)
-            if not os.path.islink(path) and keep(name):
-                out.append(path)
-    return out
-
-
-def _read(path: str, limit: int) -> str:
-    opener = gzip.open if path.endswith(".gz") else open
-    try:
-        with opener(path, "rb") as f:
-            return f.read(limit).decode("utf-8", "replace")
-    except OSError:
-        return ""
-
-
-def _fortunes() -> list:
-    """Every fortune cookie (`fortunes`, `fortunes-zh`): short real texts, some of them in
-    several files (the .u8 copies), so exact and near copies are there to find."""
-    out = []
-    for path in _files("/usr/share/games/fortunes", lambda n: not n.endswith(".dat")):
-        text = _read(path, 1 << 22)
-        for i, cookie in enumerate(text.split("\n%\n")):
-            if cookie.strip():
-                out.append((f"fortune:{os.path.basename(path)}:{i}", cookie))
-    return out
-
-
-def real_records(total: int = 12_000) -> list:
-    """Man pages, /usr/share/doc copyright files and changelogs, and fortunes: up to a third
-    of `total` each, topped up from whichever has more, in a fixed order."""
-    max_bytes = 16_384
-    man = [(p, None) for p in _files("/usr/share/man", lambda n: n.endswith(".gz"))]
-    docs = [
-        (p, None)
-        for p in _files(
-            "/usr/share/doc",
-            lambda n: n == "copyright" or (n.startswith("changelog") and n.endswith(".gz")),
-        )
-    ]
-    sources = [man, docs, _fortunes()]
-    share = total // 3
-    picked = [s[:share] for s in sources]
-    spare = total - sum(len(p) for p in picked)
-    for s, p in zip(sources, picked):
-        extra = s[len(p) : len(p) + spare]
-        p.extend(extra)
-        spare -= len(extra)
-    records = []
-    for key, text in itertools.chain(*picked):
-        if text is None:
-            text = _read(key, max_bytes)
-        records.append(
-            {"id": key, "url": "file://" + key, "first_seen": "2026-01-01T00:00:00Z", "text": text[:max_bytes]}
-        )
-    return records
 
 
 def write_jsonl(path: Path, records) -> Path:

@@ -372,7 +372,7 @@ impl SimHasher {
     /// pipeline's, bit for bit ([`crate::verify::id_jaccard`] compares two of them).
     ///
     /// # Errors
-    /// [`Error::EmptyFeatureBag`](crate::Error::EmptyFeatureBag) when the fields have no
+    /// [`Error::EmptyFeatureBag`] when the fields have no
     /// words to fingerprint.
     pub fn analyze_ids(
         &self,

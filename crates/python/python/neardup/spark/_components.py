@@ -56,7 +56,14 @@ def components(pairs: DataFrame) -> Tuple[DataFrame, int]:
         if rounds > MAX_ROUNDS:
             raise RuntimeError(f"connected components did not converge in {MAX_ROUNDS} rounds")
         new = _small_star(_large_star(edges)).localCheckpoint()
-        if new.count() == edges.count() and new.exceptAll(edges).isEmpty():
+        # Converged when a round changes no edge: one pass over both edge sets (each holds
+        # every edge once), counting the edges only one of them has.
+        old_side = edges.select("u", "v", F.lit(True).alias("in_old"))
+        new_side = new.select("u", "v", F.lit(True).alias("in_new"))
+        changed = old_side.join(new_side, ["u", "v"], "full_outer").filter(
+            F.col("in_old").isNull() | F.col("in_new").isNull()
+        )
+        if changed.isEmpty():
             break
         edges = new
     # A star around each root: (root, member) edges.

@@ -213,11 +213,13 @@ def near_pairs(reps: DataFrame, opts: Options, skip_old: bool) -> Tuple[DataFram
         .mapInArrow(blocks_of, T.StructType(fields))
         .groupBy("block", "value")
         .count()
-        .persist()
     )
-    largest = sizes.orderBy(F.desc("count"), "block", "value").limit(5).collect()
-    big = sizes.filter(F.col("count") > cap).collect()
-    sizes.unpersist()
+    # The five largest groups and every one over the cap, in one pass (over the groups of
+    # two or more, which alone make pairs: a few per block value, not one per record).
+    rank = F.row_number().over(Window.orderBy(F.desc("count"), "block", "value"))
+    listed = sizes.filter(F.col("count") > 1).withColumn("rank", rank).filter((F.col("rank") <= 5) | (F.col("count") > cap)).collect()
+    largest = [r for r in listed if r["rank"] <= 5]
+    big = [r for r in listed if r["count"] > cap]
     skew: Dict[str, Any] = {
         "blocks": k + 1,
         "max_bucket": cap,
