@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # The Spark job (neardup.spark) on a local master against the CLI and datasketch MinHashLSH
 # on one real corpus, side by side in one run, and the per-stage costs behind docs/scale.md
-# (candidates, shuffle bytes and memory per record at k = 3, 10, 14, 16 and 128-bit k = 28).
+# (candidates, shuffle bytes and memory per record at k = 3, 10, 14, 16 and 128-bit k = 28,
+# verified in the groups or by a join).
 # Installs pyspark, pandas, datasketch and the package into .venv; needs Java 17.
 #
 # Usage: scripts/bench_spark.sh   (about 10 minutes on 2 cores)
 # Knobs: RECORDS (real records before the recrawl copies, 40000; the machine's man pages,
 #        /usr/share/doc and fortunes bound it), CORES (local[N], the machine's), BUDGET
-#        (seconds for datasketch, 60), SETTINGS ("64:3,64:10,64:14,64:16,128:28")
+#        (seconds for datasketch, 60), SETTINGS (bits:k[:verify], "64:3,64:3:join,64:10,64:10:join,64:14,64:16,128:28,128:28:join")
 # Output: bench-out/spark/{bench.json,report.txt}
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -23,4 +24,4 @@ cargo build --release -q -p neardup-cli
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 .venv/bin/python scripts/bench_spark/bench.py --neardup "$TARGET/release/neardup" \
     --records "${RECORDS:-40000}" --cores "${CORES:-$(nproc)}" --budget "${BUDGET:-60}" \
-    --settings "${SETTINGS:-64:3,64:10,64:14,64:16,128:28}" --out "$OUT" | tee "$OUT/report.txt"
+    --settings "${SETTINGS:-64:3,64:3:join,64:10,64:10:join,64:14,64:16,128:28,128:28:join}" --out "$OUT" | tee "$OUT/report.txt"

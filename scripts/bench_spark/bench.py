@@ -54,11 +54,13 @@ def run_cli(binary: str, corpus: Path, out: Path, flags: list) -> dict:
 
 
 def stage_metrics(spark, since_stage: int) -> dict:
-    """Shuffle bytes written and the largest peak execution memory of the stages after
-    `since_stage`, from the Spark UI's REST API."""
+    """Shuffle bytes written and the largest peak execution memory of one task (the JVM
+    side: sorts, aggregations, joins) over the stages after `since_stage`, from the Spark
+    UI's REST API."""
     url = spark.sparkContext.uiWebUrl
     app = spark.sparkContext.applicationId
-    with urllib.request.urlopen(f"{url}/api/v1/applications/{app}/stages?status=complete") as r:
+    base = f"{url}/api/v1/applications/{app}/stages"
+    with urllib.request.urlopen(f"{base}?status=complete") as r:
         stages = json.load(r)
     shuffle = 0
     peak = 0
@@ -68,7 +70,11 @@ def stage_metrics(spark, since_stage: int) -> dict:
             continue
         last = max(last, s["stageId"])
         shuffle += s.get("shuffleWriteBytes", 0)
-        peak = max(peak, s.get("peakExecutionMemory", 0))
+        if s.get("peakExecutionMemory", 0) > peak:
+            summary = f"{base}/{s['stageId']}/{s['attemptId']}/taskSummary?quantiles=1.0"
+            with urllib.request.urlopen(summary) as r:
+                task_peak = json.load(r).get("peakExecutionMemory", [0])[0]
+            peak = max(peak, int(task_peak))
     return {"shuffle_bytes": shuffle, "peak_execution_memory": peak, "last_stage": last}
 
 
@@ -148,7 +154,7 @@ def main() -> None:
     ap.add_argument("--cores", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--budget", type=float, default=60.0)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--settings", default="64:3,64:10,64:14,64:16,128:28")
+    ap.add_argument("--settings", default="64:3,64:3:join,64:10,64:10:join,64:14,64:16,128:28,128:28:join")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -199,27 +205,30 @@ def main() -> None:
         print(f"| {name} | {records} | {wall:.1f} | {cores} | {r:,.0f} | {r / cli_rate:.3f} |")
     print(f"\nspark stage times (s): {job['timings']}")
     print(f"spark: {job['candidate_pairs']} candidates, {job['verified_pairs']} verified pairs, "
-          f"{job['shuffle_bytes'] / n / 1e3:.1f} KB shuffled per record, peak task memory "
+          f"{job['shuffle_bytes'] / n / 1e3:.1f} KB shuffled per record, largest task's peak execution memory "
           f"{job['peak_execution_memory'] / 1e6:.0f} MB, {job['component_rounds']} component rounds")
 
-    print("\n| bits | k | candidates per record | verified pairs | recall vs 64-bit k=16 | shuffle KB per record | "
-          "largest bucket | job s | chance pairs per record at 1e8 / 1e9 (random fingerprints) |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    print("\n| bits | k | verify | candidates per record | verified pairs | recall vs 64-bit k=16 | shuffle KB per record | "
+          "largest bucket | task peak MB | job s | chance pairs per record at 1e8 / 1e9 (random fingerprints) |")
+    print("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|")
     settings = []
     reference = None
     runs = []
     for item in args.settings.split(","):
-        bits, k = (int(x) for x in item.split(":"))
-        r = spark_run(spark, corpus, out / f"s{bits}-{k}", write=False, bits=bits, max_distance=k)
-        runs.append((bits, k, r))
+        parts = item.split(":")
+        bits, k = int(parts[0]), int(parts[1])
+        verify = parts[2] if len(parts) > 2 else "groups"
+        r = spark_run(spark, corpus, out / f"s{bits}-{k}", write=False, bits=bits, max_distance=k, verify=verify)
+        runs.append((bits, k, verify, r))
         if (bits, k) == (64, 16):
             reference = r["_pairs"]
-    for bits, k, r in runs:
+    for bits, k, verify, r in runs:
         recall = len(r["_pairs"] & reference) / len(reference) if reference else float("nan")
         c8, c9 = chance_pairs_per_doc(1e8, bits, k), chance_pairs_per_doc(1e9, bits, k)
         row = {
             "bits": bits,
             "k": k,
+            "verify": verify,
             "candidates_per_record": r["candidate_pairs"] / n,
             "verified_pairs": r["verified_pairs"],
             "recall_vs_64_16": recall,
@@ -231,8 +240,8 @@ def main() -> None:
             "chance_pairs_per_record_1e9": c9,
         }
         settings.append(row)
-        print(f"| {bits} | {k} | {row['candidates_per_record']:.2f} | {r['verified_pairs']} | {recall:.4f} | "
-              f"{row['shuffle_bytes_per_record'] / 1e3:.1f} | {r['largest_bucket']} | {r['wall_s']:.1f} | {c8:.3g} / {c9:.3g} |")
+        print(f"| {bits} | {k} | {verify} | {row['candidates_per_record']:.2f} | {r['verified_pairs']} | {recall:.4f} | "
+              f"{row['shuffle_bytes_per_record'] / 1e3:.1f} | {r['largest_bucket']} | {r['peak_execution_memory'] / 1e6:.0f} | {r['wall_s']:.1f} | {c8:.3g} / {c9:.3g} |")
     spark.stop()
     job.pop("_pairs")
     (out / "bench.json").write_text(json.dumps({

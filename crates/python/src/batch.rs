@@ -422,29 +422,30 @@ pub fn pigeonhole_blocks(
     Ok(out.into_pyarrow(py)?.unbind())
 }
 
-/// block_pairs(group, *, bits, k, cross=False, min_jaccard=None) -> pyarrow.RecordBatch
+/// block_pairs(rows, *, bits, k, min_jaccard=None) -> pyarrow.RecordBatch
 ///
-/// The pairs within `k` bits in one group of [`pigeonhole_blocks`] rows (a pyarrow Table or
-/// RecordBatch; every row of one block), each emitted only by the lowest block the two
-/// fingerprints agree on, so a pair found under several blocks is reported once without a
-/// global distinct. With `cross`, the group is one tile of a group too large for one task:
-/// rows carry `side` 0 or 1 and only pairs across the two sides are reported. Rows: `a`,
-/// `b` (docs, `a` < `b`), `distance` (int32).
+/// The pairs within `k` bits among [`pigeonhole_blocks`] rows (a pyarrow Table or
+/// RecordBatch), group by group: rows of one (`block`, `value`) are one group, and each pair
+/// is emitted only by the lowest block its two fingerprints agree on, so a pair found under
+/// several blocks is reported once without a global distinct. The rows may hold any number
+/// of groups (a Spark partition of them), in any order. Where they carry `ta`, `tb` (int32)
+/// and `side` (int8), a group too large for one task was cut into tiles: (`block`, `value`,
+/// `ta`, `tb`) is the group, and where `ta` != `tb` only pairs across the two sides (0 and
+/// 1) are reported. Rows: `a`, `b` (docs, `a` < `b`), `distance` (int32).
 ///
-/// With `min_jaccard`, the group carries each record's verification `set` and the pairs are
+/// With `min_jaccard`, the rows carry each record's verification `set` and the pairs are
 /// verified here, where the sets already are: only pairs whose exact Jaccard is at least
 /// `min_jaccard` are returned, with a `jaccard` column (float64). Pairs whose set sizes alone
 /// rule it out (J <= smaller / larger) are not scored, and where the rows carry `old`, pairs
 /// of two old records (decided by an earlier run) are skipped. The schema's metadata
-/// `candidates` counts the pairs within `k` this group reported before verification.
+/// `candidates` counts the pairs within `k` found before verification.
 #[pyfunction]
-#[pyo3(signature = (group, *, bits, k, cross=false, min_jaccard=None))]
+#[pyo3(signature = (rows, *, bits, k, min_jaccard=None))]
 pub fn block_pairs(
     py: Python<'_>,
-    group: &Bound<'_, PyAny>,
+    rows: &Bound<'_, PyAny>,
     bits: u32,
     k: u32,
-    cross: bool,
     min_jaccard: Option<f64>,
 ) -> PyResult<Py<PyAny>> {
     let blocks = Blocks::new(bits, k)?;
@@ -455,73 +456,13 @@ pub fn block_pairs(
             )));
         }
     }
-    let mut docs = Vec::new();
-    let mut fps = Vec::new();
-    let mut sides = Vec::new();
-    let mut sets: Vec<Vec<u32>> = Vec::new();
-    let mut olds: Vec<bool> = Vec::new();
-    let mut block = None;
-    for batch in batches_of(group)? {
-        let d = int64_column(&batch, "doc")?;
-        docs.extend(d.values().iter().copied());
-        fps.extend(fingerprints(&batch)?);
-        let b = batch
-            .column_by_name("block")
-            .ok_or_else(|| PyValueError::new_err("no column \"block\""))?;
-        if let Some(b) = b.as_primitive_opt::<Int32Type>() {
-            if !b.is_empty() {
-                block = Some(b.value(0) as u32);
-            }
-        }
-        if cross {
-            let s = batch
-                .column_by_name("side")
-                .and_then(|c| c.as_primitive_opt::<Int8Type>().cloned())
-                .ok_or_else(|| PyValueError::new_err("cross=True needs an int8 column \"side\""))?;
-            sides.extend(s.values().iter().copied());
-        }
-        if min_jaccard.is_some() {
-            let s = optional_binary(&batch, "set")?.ok_or_else(|| {
-                PyValueError::new_err(
-                    "min_jaccard needs the verification sets: a binary column \"set\"",
-                )
-            })?;
-            if s.null_count() > 0 {
-                return Err(PyValueError::new_err("column \"set\" has nulls"));
-            }
-            sets.extend((0..s.len()).map(|i| ids(s.value(i))));
-            match optional_bool(&batch, "old")? {
-                Some(o) => olds.extend((0..o.len()).map(|i| o.is_valid(i) && o.value(i))),
-                None => olds.extend(std::iter::repeat_n(false, s.len())),
-            }
-        }
-    }
-    let block = block.unwrap_or(0);
-    let pairs = py.detach(|| group_pairs(&blocks, block, &docs, &fps, cross.then_some(&sides)));
-    let candidates = pairs.len();
-    let scored: Vec<(i64, i64, u32, Option<f64>)> = match min_jaccard {
-        None => pairs
-            .into_iter()
-            .map(|(a, b, d)| (docs[a], docs[b], d, None))
-            .collect(),
-        Some(t) => py.detach(|| {
-            pairs
-                .into_iter()
-                .filter(|&(a, b, _)| {
-                    !(olds[a] && olds[b]) && sizes_allow(sets[a].len(), sets[b].len(), t)
-                })
-                .filter_map(|(a, b, d)| {
-                    let j = id_jaccard(&sets[a], &sets[b]);
-                    (j >= t).then_some((docs[a], docs[b], d, Some(j)))
-                })
-                .collect()
-        }),
-    };
-    let mut a = Int64Builder::with_capacity(scored.len());
-    let mut b = Int64Builder::with_capacity(scored.len());
-    let mut d = Int32Builder::with_capacity(scored.len());
-    let mut jaccard = Float64Builder::with_capacity(scored.len());
-    for (x, y, dist, j) in scored {
+    let rows = BlockRows::read(rows, min_jaccard.is_some())?;
+    let (pairs, candidates) = py.detach(|| rows.pairs(&blocks, min_jaccard));
+    let mut a = Int64Builder::with_capacity(pairs.len());
+    let mut b = Int64Builder::with_capacity(pairs.len());
+    let mut d = Int32Builder::with_capacity(pairs.len());
+    let mut jaccard = Float64Builder::with_capacity(pairs.len());
+    for (x, y, dist, j) in pairs {
         a.append_value(x.min(y));
         b.append_value(x.max(y));
         d.append_value(dist as i32);
@@ -544,6 +485,125 @@ pub fn block_pairs(
     Ok(out.into_pyarrow(py)?.unbind())
 }
 
+/// [`pigeonhole_blocks`] rows read for [`block_pairs`], column by column.
+struct BlockRows {
+    docs: Vec<i64>,
+    fps: Vec<u128>,
+    /// (block, value, ta, tb) of each row: its group.
+    keys: Vec<(i32, i64, i32, i32)>,
+    sides: Vec<i8>,
+    sets: Vec<Vec<u32>>,
+    olds: Vec<bool>,
+}
+
+/// A verified pair: (doc, doc, distance, Jaccard when verified).
+type Found = (i64, i64, u32, Option<f64>);
+
+impl BlockRows {
+    fn read(rows: &Bound<'_, PyAny>, with_sets: bool) -> PyResult<BlockRows> {
+        let mut out = BlockRows {
+            docs: Vec::new(),
+            fps: Vec::new(),
+            keys: Vec::new(),
+            sides: Vec::new(),
+            sets: Vec::new(),
+            olds: Vec::new(),
+        };
+        for batch in batches_of(rows)? {
+            let n = batch.num_rows();
+            out.docs
+                .extend(int64_column(&batch, "doc")?.values().iter().copied());
+            out.fps.extend(fingerprints(&batch)?);
+            let block = int32_column(&batch, "block")?;
+            let value = int64_column(&batch, "value")?;
+            let tiles = match (optional_int32(&batch, "ta")?, optional_int32(&batch, "tb")?) {
+                (Some(ta), Some(tb)) => {
+                    let side = batch
+                        .column_by_name("side")
+                        .and_then(|c| c.as_primitive_opt::<Int8Type>().cloned())
+                        .ok_or_else(|| {
+                            PyValueError::new_err(
+                                "tiled rows (ta, tb) need an int8 column \"side\"",
+                            )
+                        })?;
+                    out.sides.extend(side.values().iter().copied());
+                    Some((ta, tb))
+                }
+                (None, None) => {
+                    out.sides.extend(std::iter::repeat_n(-1, n));
+                    None
+                }
+                _ => {
+                    return Err(PyValueError::new_err(
+                        "columns \"ta\" and \"tb\" go together",
+                    ))
+                }
+            };
+            for i in 0..n {
+                let (ta, tb) = tiles
+                    .as_ref()
+                    .map_or((0, 0), |(ta, tb)| (ta.value(i), tb.value(i)));
+                out.keys.push((block.value(i), value.value(i), ta, tb));
+            }
+            if with_sets {
+                let s = optional_binary(&batch, "set")?.ok_or_else(|| {
+                    PyValueError::new_err(
+                        "min_jaccard needs the verification sets: a binary column \"set\"",
+                    )
+                })?;
+                if s.null_count() > 0 {
+                    return Err(PyValueError::new_err("column \"set\" has nulls"));
+                }
+                out.sets.extend((0..n).map(|i| ids(s.value(i))));
+                match optional_bool(&batch, "old")? {
+                    Some(o) => out.olds.extend((0..n).map(|i| o.is_valid(i) && o.value(i))),
+                    None => out.olds.extend(std::iter::repeat_n(false, n)),
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every group's pairs (verified with `min_jaccard`), and the candidates found.
+    fn pairs(&self, blocks: &Blocks, min_jaccard: Option<f64>) -> (Vec<Found>, usize) {
+        let mut groups: HashMap<(i32, i64, i32, i32), Vec<usize>> = HashMap::new();
+        for (i, key) in self.keys.iter().enumerate() {
+            groups.entry(*key).or_default().push(i);
+        }
+        let mut keys: Vec<_> = groups.keys().copied().collect();
+        keys.sort_unstable();
+        let mut found = Vec::new();
+        let mut candidates = 0;
+        for key in keys {
+            let rows = &groups[&key];
+            let (block, _, ta, tb) = key;
+            let fps: Vec<u128> = rows.iter().map(|&r| self.fps[r]).collect();
+            let sides: Vec<i8> = rows.iter().map(|&r| self.sides[r]).collect();
+            let pairs = group_pairs(blocks, block as u32, &fps, (ta != tb).then_some(&sides));
+            candidates += pairs.len();
+            for (i, j, distance) in pairs {
+                let (x, y) = (rows[i], rows[j]);
+                let (dx, dy) = (self.docs[x], self.docs[y]);
+                match min_jaccard {
+                    None => found.push((dx, dy, distance, None)),
+                    Some(t) => {
+                        if self.olds[x] && self.olds[y]
+                            || !sizes_allow(self.sets[x].len(), self.sets[y].len(), t)
+                        {
+                            continue;
+                        }
+                        let j = id_jaccard(&self.sets[x], &self.sets[y]);
+                        if j >= t {
+                            found.push((dx, dy, distance, Some(j)));
+                        }
+                    }
+                }
+            }
+        }
+        (found, candidates)
+    }
+}
+
 /// Whether two sets of these sizes can reach Jaccard `t`: |A & B| / |A | B| is at most
 /// min / max, so a pair under `t` by sizes alone is no near-duplicate and is not scored.
 /// The margin keeps a pair at exactly `t` from being cut by rounding.
@@ -561,11 +621,9 @@ const JOIN_FROM: usize = 4096;
 fn group_pairs(
     blocks: &Blocks,
     block: u32,
-    docs: &[i64],
     fps: &[u128],
     sides: Option<&Vec<i8>>,
 ) -> Vec<(usize, usize, u32)> {
-    debug_assert_eq!(docs.len(), fps.len());
     let k = blocks.k;
     let keep = |i: usize, j: usize, distance: u32| -> Option<(usize, usize, u32)> {
         (distance <= k && blocks.lowest_agreeing(fps[i], fps[j]) == Some(block))
@@ -834,6 +892,23 @@ fn optional_bool(batch: &RecordBatch, name: &str) -> PyResult<Option<arrow_array
                 .ok_or_else(|| PyTypeError::new_err(format!("column {name:?} is not bool")))
         })
         .transpose()
+}
+
+fn int32_column(batch: &RecordBatch, name: &str) -> PyResult<arrow_array::Int32Array> {
+    optional_int32(batch, name)?.ok_or_else(|| PyValueError::new_err(format!("no column {name:?}")))
+}
+
+fn optional_int32(batch: &RecordBatch, name: &str) -> PyResult<Option<arrow_array::Int32Array>> {
+    let Some(c) = batch.column_by_name(name) else {
+        return Ok(None);
+    };
+    let c = c
+        .as_primitive_opt::<Int32Type>()
+        .ok_or_else(|| PyTypeError::new_err(format!("column {name:?} is not int32")))?;
+    if c.null_count() > 0 {
+        return Err(PyValueError::new_err(format!("column {name:?} has nulls")));
+    }
+    Ok(Some(c.clone()))
 }
 
 fn int64_column(batch: &RecordBatch, name: &str) -> PyResult<Int64Array> {

@@ -197,6 +197,20 @@ def test_a_shared_block_is_tiled_within_the_cap_and_reported(spark, real_corpus)
     assert capped.report["kept"] + capped.report["merged"] == len(data)
 
 
+def test_verification_by_join_finds_the_same_pairs(spark, real_corpus):
+    records, _ = real_corpus
+    df = spark.createDataFrame(records[::5][:2000])
+    groups = dedup(df)
+    joined = dedup(df, verify="join")
+    assert joined.report["rule"]["verify"] == "join"
+    pairs = lambda r: sorted((p["a"], p["b"], p["rule"], p["distance"], p["jaccard"]) for p in rows(r.pairs))
+    assert len(pairs(groups)) > 20
+    assert pairs(joined) == pairs(groups)
+    assert joined.report["candidate_pairs"] == groups.report["candidate_pairs"]
+    with pytest.raises(ValueError, match="verify"):
+        Options(verify="nowhere")
+
+
 def test_empty_input(spark, tmp_path):
     path = write_jsonl(tmp_path / "empty.jsonl", [])
     result = dedup(spark.read.text(str(path)), json="value")

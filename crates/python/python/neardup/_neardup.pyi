@@ -168,6 +168,13 @@ def annotate_json(
 ) -> pa.Array: ...
 def pigeonhole_blocks(batch: pa.RecordBatch, *, bits: int, k: int) -> pa.RecordBatch: ...
 def block_pairs(
-    group: Union[pa.Table, pa.RecordBatch], *, bits: int, k: int, cross: bool = False
-) -> pa.RecordBatch: ...
+    rows: Union[pa.Table, pa.RecordBatch],
+    *,
+    bits: int,
+    k: int,
+    min_jaccard: Optional[float] = None,
+) -> pa.RecordBatch:
+    """Pairs within k bits among pigeonhole_blocks rows, group by group (lowest agreeing
+    block only; tiles where the rows carry ta, tb, side); with min_jaccard, verified against
+    the rows' sets and returned with `jaccard`. Schema metadata `candidates`: pairs found."""
 def jaccard_batch(batch: pa.RecordBatch, *, a: str = "a_set", b: str = "b_set") -> pa.Array: ...

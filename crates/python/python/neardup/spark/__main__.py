@@ -58,6 +58,9 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--no-language", action="store_true")
     d.add_argument("--max-bucket", type=int, default=50_000,
                    help="pigeonhole groups larger than this are tiled (see report.json's skew)")
+    d.add_argument("--verify", choices=["groups", "join"], default="groups",
+                   help="verify candidates inside their pigeonhole group (k + 1 sets shuffled "
+                   "per record) or by joining pairs to sets (two per candidate)")
     d.add_argument("--shuffle-partitions", type=int, default=None,
                    help="spark.sql.shuffle.partitions (default: Spark's, coalesced adaptively)")
     d.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
@@ -102,6 +105,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             stopwords=args.stopwords,
             detect_language=not args.no_language,
             max_bucket=args.max_bucket,
+            verify=args.verify,
         )
     except (ValueError, TypeError, neardup.NeardupError) as e:
         print(f"error: {e}", file=sys.stderr)

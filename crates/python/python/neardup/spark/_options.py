@@ -52,6 +52,11 @@ class Options:
     #: pair by pair, so no task holds more than twice this many fingerprints; such groups
     #: are listed in the report's `skew`.
     max_bucket: int = 50_000
+    #: Where candidate pairs are verified: "groups" (each block row carries its record's
+    #: set and a group verifies its own pairs: k + 1 sets shuffled per record, whatever the
+    #: number of candidates) or "join" (narrow block rows; candidates joined to both sets:
+    #: two sets shuffled per candidate, the cheaper where candidates per record are few).
+    verify: str = "groups"
 
     def __post_init__(self) -> None:
         if self.bits not in (64, 128):
@@ -63,6 +68,8 @@ class Options:
             )
         if not 0.0 < self.min_jaccard <= 1.0:
             raise ValueError(f"min_jaccard {self.min_jaccard}: in (0, 1]")
+        if self.verify not in ("groups", "join"):
+            raise ValueError(f"verify {self.verify!r}: \"groups\" or \"join\"")
         if self.max_bucket < 2:
             raise ValueError(f"max_bucket {self.max_bucket}: at least 2")
         if isinstance(self.text, str):
@@ -117,6 +124,7 @@ class Options:
             "min_jaccard": self.min_jaccard,
             "linkage": "components",
             "max_bucket": self.max_bucket,
+            "verify": self.verify,
         }
 
     def to_json(self) -> str:

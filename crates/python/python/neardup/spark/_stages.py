@@ -162,6 +162,14 @@ def exact_tier(records: DataFrame) -> Tuple[DataFrame, DataFrame]:
     return reps, edges
 
 
+CANDIDATES = T.StructType(
+    [
+        T.StructField("a", T.LongType()),
+        T.StructField("b", T.LongType()),
+        T.StructField("distance", T.IntegerType()),
+    ]
+)
+
 VERIFIED = T.StructType(
     [
         T.StructField("a", T.LongType()),
@@ -198,9 +206,12 @@ def near_pairs(reps: DataFrame, opts: Options, skip_old: bool) -> Tuple[DataFram
         T.StructField("fp_hi", T.LongType()),
     ]
     rows = ["doc", "fp", "fp_hi"]
-    keys = ["doc", "fp", "fp_hi", "set"]
-    if skip_old:
-        keys.append("old")
+    in_groups = opts.verify == "groups"
+    keys = ["doc", "fp", "fp_hi"]
+    if in_groups:
+        keys.append("set")
+        if skip_old:
+            keys.append("old")
 
     def blocks_of(batches):
         import neardup
@@ -231,9 +242,10 @@ def near_pairs(reps: DataFrame, opts: Options, skip_old: bool) -> Tuple[DataFram
             for r in sorted(big, key=lambda r: -r["count"])
         ],
     }
-    fields.append(T.StructField("set", T.BinaryType()))
-    if skip_old:
-        fields.append(T.StructField("old", T.BooleanType()))
+    if in_groups:
+        fields.append(T.StructField("set", T.BinaryType()))
+        if skip_old:
+            fields.append(T.StructField("old", T.BooleanType()))
     blocks = reps.select(*keys).mapInArrow(blocks_of, T.StructType(fields))
     if big:
         tiles = spark.createDataFrame(
@@ -259,22 +271,59 @@ def near_pairs(reps: DataFrame, opts: Options, skip_old: bool) -> Tuple[DataFram
         .select("block", "value", "ta", "tb", "side", *keys)
     )
     counted = spark.sparkContext.accumulator(0)
-    min_jaccard = opts.min_jaccard
+    min_jaccard = opts.min_jaccard if in_groups else None
 
-    def pairs_of(table):
+    def pairs_of(batches):
         import pyarrow as pa
 
         import neardup
 
-        if table.num_rows == 0:
-            return pa.schema(
-                [("a", pa.int64()), ("b", pa.int64()), ("distance", pa.int32()), ("jaccard", pa.float64())]
-            ).empty_table()
-        cross = table.column("ta")[0].as_py() != table.column("tb")[0].as_py()
-        out = neardup.block_pairs(table, bits=bits, k=k, cross=cross, min_jaccard=min_jaccard)
+        # A whole partition of block rows at once: its groups are found and verified in
+        # Rust, so Spark only hash-partitions the rows (no sort of wide rows by group).
+        batches = [b for b in batches if b.num_rows]
+        if not batches:
+            return
+        out = neardup.block_pairs(pa.Table.from_batches(batches), bits=bits, k=k, min_jaccard=min_jaccard)
         counted.add(int(out.schema.metadata[b"candidates"]))
-        return pa.Table.from_batches([out])
+        yield out
 
-    pairs = tiled.groupBy("block", "value", "ta", "tb").applyInArrow(pairs_of, VERIFIED)
+    found = tiled.repartition("block", "value", "ta", "tb")
+    if in_groups:
+        pairs = found.mapInArrow(pairs_of, VERIFIED)
+    else:
+        pairs = _verified_by_join(found.mapInArrow(pairs_of, CANDIDATES), reps, opts, skip_old)
     pairs = pairs.select("a", "b", F.lit("simhash+jaccard").alias("rule"), "distance", "jaccard")
     return pairs, skew, counted
+
+
+def _verified_by_join(candidates: DataFrame, reps: DataFrame, opts: Options, skip_old: bool) -> DataFrame:
+    """`verify="join"`: candidate pairs (found over narrow block rows) joined to both records'
+    sets and scored in the executors. The shuffle is two sets per candidate instead of
+    k + 1 per record: the cheaper one where candidates are rare (small k, many records)."""
+
+    def side(name: str) -> DataFrame:
+        cols = [F.col("doc").alias(name), F.col("set").alias(name + "_set")]
+        if skip_old:
+            cols.append(F.col("old").alias(name + "_old"))
+        # Never broadcast: the sets are the corpus's bulk, whatever a cached size says.
+        return reps.select(*cols).hint("merge")
+
+    joined = candidates.join(side("a"), "a").join(side("b"), "b")
+    if skip_old:
+        joined = joined.filter(~(F.col("a_old") & F.col("b_old")))
+    joined = joined.select("a", "b", "distance", "a_set", "b_set")
+
+    def score(batches):
+        import pyarrow as pa
+
+        import neardup
+
+        for batch in batches:
+            jaccard = neardup.jaccard_batch(batch)
+            yield pa.RecordBatch.from_arrays(
+                [batch.column("a"), batch.column("b"), batch.column("distance"), jaccard],
+                names=["a", "b", "distance", "jaccard"],
+            )
+
+    scored = joined.mapInArrow(score, VERIFIED)
+    return scored.filter(F.col("jaccard") >= F.lit(opts.min_jaccard))
