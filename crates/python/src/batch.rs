@@ -66,19 +66,11 @@ pub fn analyze_batch(
     detect_language: bool,
     threads: Option<usize>,
 ) -> PyResult<Py<PyAny>> {
-    let hasher = ProfileOptions {
-        profile: profile.into(),
-        shingle,
-        bits,
-        weighting: weighting.into(),
-        idf,
-        tokens: tokens.into(),
-        stopwords,
-    }
-    .builder()?
-    .detect_language(detect_language)
-    .build()
-    .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let hasher = ProfileOptions::new(profile, shingle, bits, weighting, idf, tokens, stopwords)
+        .builder()?
+        .detect_language(detect_language)
+        .build()
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
     let batch = RecordBatch::from_pyarrow_bound(batch)?;
     let text = text_fields(text)?;
     let names = Names {
@@ -213,14 +205,7 @@ fn record_of_json(line: &str, names: &Names<'_>) -> Result<Record, Rejected> {
                 .map_err(|e| bad(Some(&id), format!("field {:?}: {e}", names.first_seen)))?,
         ),
     };
-    Ok(Record {
-        id,
-        url,
-        host: None,
-        first_seen,
-        retention_class: None,
-        fields,
-    })
+    Ok(crate::records::record(id, url, first_seen, fields))
 }
 
 fn json_kind(value: &serde_json::Value) -> &'static str {

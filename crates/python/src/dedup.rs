@@ -146,15 +146,8 @@ impl Deduper {
             ..Rule::default()
         };
         rule.validate().py_err()?;
-        let profile = ProfileOptions {
-            profile: profile.into(),
-            shingle,
-            bits,
-            weighting: weighting.into(),
-            idf,
-            tokens: tokens.into(),
-            stopwords,
-        };
+        let profile =
+            ProfileOptions::new(profile, shingle, bits, weighting, idf, tokens, stopwords);
         profile.builder()?;
         let config = Config {
             profile,

@@ -43,15 +43,8 @@ impl Fingerprinter {
         idf: Option<PathBuf>,
         threads: Option<usize>,
     ) -> PyResult<Self> {
-        let options = ProfileOptions {
-            profile: profile.into(),
-            shingle,
-            bits,
-            weighting: weighting.into(),
-            idf,
-            tokens: tokens.into(),
-            stopwords,
-        };
+        let options =
+            ProfileOptions::new(profile, shingle, bits, weighting, idf, tokens, stopwords);
         Ok(Fingerprinter {
             hasher: options.hasher()?,
             pool: options::pool(threads)?,

@@ -40,6 +40,27 @@ impl Default for ProfileOptions {
 }
 
 impl ProfileOptions {
+    /// The options as the Python signatures take them (`profile="xxh3", shingle=4, ...`).
+    pub fn new(
+        profile: &str,
+        shingle: usize,
+        bits: u32,
+        weighting: &str,
+        idf: Option<PathBuf>,
+        tokens: &str,
+        stopwords: bool,
+    ) -> ProfileOptions {
+        ProfileOptions {
+            profile: profile.into(),
+            shingle,
+            bits,
+            weighting: weighting.into(),
+            idf,
+            tokens: tokens.into(),
+            stopwords,
+        }
+    }
+
     /// The hasher builder these options describe, or a `ValueError` naming the option.
     pub fn builder(&self) -> PyResult<SimHasherBuilder> {
         let hash = match self.profile.as_str() {

@@ -208,14 +208,25 @@ pub(crate) fn record_of_dict(
             }
         },
     };
-    Ok(Ok(Record {
+    Ok(Ok(record(id, url, first_seen, fields)))
+}
+
+/// A record as the package reads one: no host (boilerplate is not learned from Python
+/// input) and no retention class.
+pub(crate) fn record(
+    id: String,
+    url: Option<String>,
+    first_seen: Option<Timestamp>,
+    fields: Vec<TextField>,
+) -> Record {
+    Record {
         id,
         url,
         host: None,
         first_seen,
         retention_class: None,
         fields,
-    }))
+    }
 }
 
 pub(crate) fn optional_str(dict: &Bound<'_, PyDict>, name: &str) -> PyResult<Option<String>> {
@@ -352,17 +363,7 @@ pub(crate) fn read_batch(
                 }
             },
         };
-        items.push((
-            pos,
-            Ok(Record {
-                id,
-                url: text_of(&urls),
-                host: None,
-                first_seen,
-                retention_class: None,
-                fields,
-            }),
-        ));
+        items.push((pos, Ok(record(id, text_of(&urls), first_seen, fields))));
     }
     Ok(())
 }

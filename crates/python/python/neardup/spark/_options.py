@@ -79,8 +79,9 @@ class Options:
         # The profile's own checks (an unknown weighting, idf without a table, ...).
         self.fingerprinter()
 
-    def fingerprinter(self) -> "neardup.Fingerprinter":
-        return neardup.Fingerprinter(
+    def _profile_kwargs(self) -> Dict[str, Any]:
+        """The fingerprint profile's keyword arguments, as the package's functions take them."""
+        return dict(
             profile=self.profile,
             shingle=self.shingle,
             bits=self.bits,
@@ -89,6 +90,9 @@ class Options:
             stopwords=self.stopwords,
             idf=self.idf,
         )
+
+    def fingerprinter(self) -> "neardup.Fingerprinter":
+        return neardup.Fingerprinter(**self._profile_kwargs())
 
     @property
     def profile_string(self) -> str:
@@ -106,14 +110,8 @@ class Options:
             text=list(self.text_fields),
             url=self.url,
             first_seen=self.first_seen,
-            profile=self.profile,
-            shingle=self.shingle,
-            bits=self.bits,
-            weighting=self.weighting,
-            tokens=self.tokens,
-            stopwords=self.stopwords,
-            idf=self.idf,
             detect_language=self.detect_language,
+            **self._profile_kwargs(),
         )
 
     def rule(self) -> Dict[str, Any]:
