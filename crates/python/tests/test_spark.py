@@ -211,6 +211,23 @@ def test_verification_by_join_finds_the_same_pairs(spark, real_corpus):
         Options(verify="nowhere")
 
 
+def test_components_on_the_driver_and_on_the_cluster_agree(spark, real_corpus):
+    records, _ = real_corpus
+    df = spark.createDataFrame(records[::4][:2500])
+    driver = dedup(df)
+    cluster = dedup(df, local_components=0)
+    assert driver.report["components_on"] == "driver" and driver.report["component_rounds"] == 0
+    assert cluster.report["components_on"] == "cluster" and cluster.report["component_rounds"] >= 2
+    assert len(rows(driver.clusters)) > 10
+    assert partition(rows(driver.clusters)) == partition(rows(cluster.clusters))
+    survivors = lambda r: sorted((c["survivor"], c["size"]) for c in rows(r.clusters))
+    assert survivors(driver) == survivors(cluster)
+    import pyarrow as pa
+
+    out = neardup.components(pa.array([5, 7, 1, 9], pa.int64()), pa.array([7, 1, 2, 10], pa.int64()))
+    assert out.to_pydict() == {"doc": [1, 2, 5, 7, 9, 10], "root": [1, 1, 1, 1, 9, 9]}
+
+
 def test_empty_input(spark, tmp_path):
     path = write_jsonl(tmp_path / "empty.jsonl", [])
     result = dedup(spark.read.text(str(path)), json="value")

@@ -177,4 +177,7 @@ def block_pairs(
     """Pairs within k bits among pigeonhole_blocks rows, group by group (lowest agreeing
     block only; tiles where the rows carry ta, tb, side); with min_jaccard, verified against
     the rows' sets and returned with `jaccard`. Schema metadata `candidates`: pairs found."""
+def components(a: pa.Array, b: pa.Array) -> pa.RecordBatch:
+    """Connected components of the edges a[i] ~ b[i] (int64): `doc`, `root` (the smallest
+    doc of its component), one row per node."""
 def jaccard_batch(batch: pa.RecordBatch, *, a: str = "a_set", b: str = "b_set") -> pa.Array: ...

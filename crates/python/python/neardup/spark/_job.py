@@ -219,7 +219,7 @@ def dedup(
     edge_count = edges.count()
     lap("candidates_and_verification")
 
-    roots, rounds = components(edges)
+    roots, rounds = components(edges, edge_count, opts.local_components)
     placed = _placed(everything, roots, state)
     lap("components")
 
@@ -243,6 +243,7 @@ def dedup(
         "candidate_pairs": candidate_count.value,
         "verified_pairs": edge_count,
         "component_rounds": rounds,
+        "components_on": "driver" if edge_count <= opts.local_components else "cluster",
         "skew": skew,
         "rule": opts.rule(),
         "previous": previous,

@@ -57,6 +57,9 @@ class Options:
     #: number of candidates) or "join" (narrow block rows; candidates joined to both sets:
     #: two sets shuffled per candidate, the cheaper where candidates per record are few).
     verify: str = "groups"
+    #: Up to this many verified pairs, clusters are made on the driver (the pairs collected,
+    #: 16 bytes each); above it, by large-star / small-star on the cluster. The same roots.
+    local_components: int = 5_000_000
 
     def __post_init__(self) -> None:
         if self.bits not in (64, 128):
@@ -70,6 +73,8 @@ class Options:
             raise ValueError(f"min_jaccard {self.min_jaccard}: in (0, 1]")
         if self.verify not in ("groups", "join"):
             raise ValueError(f"verify {self.verify!r}: \"groups\" or \"join\"")
+        if self.local_components < 0:
+            raise ValueError(f"local_components {self.local_components}: at least 0")
         if self.max_bucket < 2:
             raise ValueError(f"max_bucket {self.max_bucket}: at least 2")
         if isinstance(self.text, str):
