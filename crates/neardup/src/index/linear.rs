@@ -17,7 +17,7 @@ use super::{sort_matches, HammingIndex, IndexError, IndexStats, Match, QueryStat
 /// ([`scan_wide`]) where the CPU has it, else an AVX2 copy (the default target has neither
 /// AVX2 nor even the `popcnt` instruction).
 #[inline]
-pub(crate) fn scan<F: FnMut(usize, u32)>(fps: &[u64], query: u64, max_distance: u32, mut hit: F) {
+pub fn scan<F: FnMut(usize, u32)>(fps: &[u64], query: u64, max_distance: u32, mut hit: F) {
     #[cfg(target_arch = "x86_64")]
     {
         if has_wide_popcount() {

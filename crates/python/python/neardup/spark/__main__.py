@@ -126,6 +126,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     elif not conf.contains("spark.sql.shuffle.partitions") and master.startswith("local"):
         # A local master: a few partitions per core, not Spark's 200 (each is a task).
         builder = builder.config("spark.sql.shuffle.partitions", str(4 * _local_cores(master)))
+    if master.startswith("local") and not conf.contains("spark.driver.memory"):
+        # A local master runs the executors in the driver's JVM: Spark's 1 GiB default runs
+        # out on a few hundred MB of text. Half the machine, at most 32 GiB.
+        builder = builder.config("spark.driver.memory", f"{_half_memory_mib()}m")
+    if not conf.contains("spark.sql.execution.arrow.maxRecordsPerBatch"):
+        # Records of up to a few hundred KB: Arrow batches of 10,000 of them (the default)
+        # are hundreds of MB each on both sides of the JVM.
+        builder = builder.config("spark.sql.execution.arrow.maxRecordsPerBatch", "2048")
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     fmt = _input_format(args.input, args.format)
@@ -152,6 +160,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not args.quiet:
         print(json.dumps({k: report[k] for k in ("input_records", "kept", "merged", "rejected", "clusters")}), file=sys.stderr)
     return EXIT_REJECTS if report["rejected"] else EXIT_DONE
+
+
+def _half_memory_mib() -> int:
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 2048
+    return max(1024, min(total // 2, 32 << 30) >> 20)
 
 
 def _local_cores(master: str) -> int:
