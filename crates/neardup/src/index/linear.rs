@@ -14,7 +14,7 @@ use super::{sort_matches, HammingIndex, IndexError, IndexStats, Match, QueryStat
 /// the distance computation has no branch and LLVM vectorises it (with AVX2 the popcount
 /// becomes a nibble lookup, four lanes at a time); the rare hits are then walked from the
 /// mask. On x86-64 the kernel is picked at run time: AVX-512 with its vector popcount
-/// ([`scan_wide`]) where the CPU has it, else an AVX2 copy (the default target has neither
+/// (`scan_wide`) where the CPU has it, else an AVX2 copy (the default target has neither
 /// AVX2 nor even the `popcnt` instruction).
 #[inline]
 pub fn scan<F: FnMut(usize, u32)>(fps: &[u64], query: u64, max_distance: u32, mut hit: F) {
