@@ -5,8 +5,8 @@ mod common;
 use std::io::Write;
 
 use common::{
-    argv, assert_contains, cmd, data as fixture, lines as json_lines, neardup, neardup_stdin,
-    report,
+    argv, assert_contains, assert_contains_all, cmd, data as fixture, lines as json_lines, neardup,
+    neardup_stdin, report, write,
 };
 
 fn is_hex(s: &str, digits: usize) -> bool {
@@ -18,18 +18,18 @@ fn is_hex(s: &str, digits: usize) -> bool {
 #[test]
 fn fingerprint_prints_one_line_per_file() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("a.txt"),
+    write(
+        dir.path(),
+        "a.txt",
         "The quick brown fox jumps over the lazy dog",
-    )
-    .unwrap();
-    std::fs::write(
-        dir.path().join("b.txt"),
+    );
+    write(
+        dir.path(),
+        "b.txt",
         "the QUICK brown fox, jumps over the lazy dog!",
-    )
-    .unwrap();
-    let run = neardup(dir.path(), &["fingerprint", "a.txt", "b.txt"]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    );
+    let run = cmd(dir.path(), "fingerprint a.txt b.txt");
+    run.assert_ok();
     let lines: Vec<(&str, &str)> = run
         .stdout
         .lines()
@@ -63,17 +63,16 @@ fn lines_mode_numbers_documents_and_reports_bad_lines() {
 #[test]
 fn jsonl_errors_name_file_line_and_field() {
     let dir = tempfile::tempdir().unwrap();
-    let jsonl = concat!(
-        "{\"id\":\"a\",\"title\":\"Hello\",\"body_text\":\"the world is big\"}\n",
-        "{bad json\n",
-        "{\"id\":7,\"text\":\"numeric ids are fine\"}\n",
-        "{\"id\":\"x\"}\n",
-        "{\"id\":\"y\",\"title\":5}\n",
-        "[1,2]\n",
-        "{\"body\":\"custom field\"}\n",
-    );
-    std::fs::write(dir.path().join("in.jsonl"), jsonl).unwrap();
-    let run = neardup(dir.path(), &["fingerprint", "--jsonl", "in.jsonl"]);
+    let jsonl = r#"{"id":"a","title":"Hello","body_text":"the world is big"}
+{bad json
+{"id":7,"text":"numeric ids are fine"}
+{"id":"x"}
+{"id":"y","title":5}
+[1,2]
+{"body":"custom field"}
+"#;
+    write(dir.path(), "in.jsonl", jsonl);
+    let run = cmd(dir.path(), "fingerprint --jsonl in.jsonl");
     assert_eq!(run.code, 2);
     let ids: Vec<&str> = run
         .stdout
@@ -81,19 +80,17 @@ fn jsonl_errors_name_file_line_and_field() {
         .map(|l| l.split('\t').next().unwrap())
         .collect();
     assert_eq!(ids, ["a", "7"]);
-    for want in [
+    assert_contains_all(
+        &run.stderr,
+        &[
         "in.jsonl:2: malformed JSON at column 2: key must be a string",
         "in.jsonl:4 (record \"x\"): missing text: none of the fields \"title\", \"description\", \"body_text\", \"text\" is present",
         "in.jsonl:5 (record \"y\"): field \"title\" must be a string, not a number",
         "in.jsonl:6: expected a JSON object, not an array",
         "in.jsonl:7: missing text",
-    ] {
-        assert!(run.stderr.contains(want), "missing {want:?} in:\n{}", run.stderr);
-    }
-    let custom = neardup(
-        dir.path(),
-        &["fingerprint", "--jsonl", "--text-field", "body", "in.jsonl"],
+        ],
     );
+    let custom = cmd(dir.path(), "fingerprint --jsonl --text-field body in.jsonl");
     let ids: Vec<&str> = custom
         .stdout
         .lines()
@@ -109,12 +106,8 @@ fn jsonl_errors_name_file_line_and_field() {
 #[test]
 fn invalid_utf8_file_is_named() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("bad.txt"),
-        b"valid start \xc3\x28 then junk",
-    )
-    .unwrap();
-    let run = neardup(dir.path(), &["fingerprint", "bad.txt"]);
+    write(dir.path(), "bad.txt", b"valid start \xc3\x28 then junk");
+    let run = cmd(dir.path(), "fingerprint bad.txt");
     run.assert_fails(2, "bad.txt: invalid UTF-8 at byte 12");
 }
 
@@ -137,7 +130,7 @@ fn blake2b_profile_matches_the_python_reference_golden() {
             path.to_str().unwrap(),
         ],
     );
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    run.assert_ok();
     assert_eq!(run.stdout.trim().rsplit('\t').next(), Some(want));
 }
 
@@ -149,7 +142,7 @@ fn wide_fingerprints_have_32_digits_and_options_are_validated() {
         &["fingerprint", "--lines", "--bits", "128"],
         b"some words here\n",
     );
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    run.assert_ok();
     assert!(is_hex(run.stdout.trim().split('\t').nth(1).unwrap(), 32));
     let bad = neardup_stdin(dir.path(), &["fingerprint", "--bits", "96"], b"x");
     assert_eq!(bad.code, 3, "an error");
@@ -170,8 +163,8 @@ fn wide_fingerprints_have_32_digits_and_options_are_validated() {
 fn field_weights_change_the_fingerprint() {
     let dir = tempfile::tempdir().unwrap();
     let line = "{\"id\":\"r\",\"title\":\"a title about something\",\"body_text\":\"and a body that talks about something else entirely at length\"}\n";
-    std::fs::write(dir.path().join("in.jsonl"), line).unwrap();
-    let plain = neardup(dir.path(), &["fingerprint", "--jsonl", "in.jsonl"]);
+    write(dir.path(), "in.jsonl", line);
+    let plain = cmd(dir.path(), "fingerprint --jsonl in.jsonl");
     let heavy = cmd(
         dir.path(),
         "fingerprint --jsonl --field-weight title=5 in.jsonl",
@@ -192,45 +185,28 @@ fn idf_table_is_built_and_used() {
             )
         })
         .collect();
-    std::fs::write(dir.path().join("corpus.txt"), &corpus).unwrap();
-    let built = neardup(
-        dir.path(),
-        &["idf", "--lines", "corpus.txt", "--out", "t.idf"],
-    );
+    write(dir.path(), "corpus.txt", &corpus);
+    let built = cmd(dir.path(), "idf --lines corpus.txt --out t.idf");
     built.assert_fails(0, "30 documents");
-    let run = cmd(
-        dir.path(),
-        "fingerprint --lines --weighting idf --idf t.idf corpus.txt",
-    );
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    let fingerprint_with = |table: &str| {
+        let line = format!("fingerprint --lines --weighting idf --idf {table} corpus.txt");
+        cmd(dir.path(), &line)
+    };
+    let run = fingerprint_with("t.idf");
+    run.assert_ok();
     assert_eq!(run.stdout.lines().count(), 30);
-    std::fs::write(dir.path().join("junk.idf"), "not a table at all").unwrap();
-    let bad = cmd(
-        dir.path(),
-        "fingerprint --lines --weighting idf --idf junk.idf corpus.txt",
-    );
-    bad.assert_fails(3, "junk.idf: not an IDF table");
+    write(dir.path(), "junk.idf", "not a table at all");
+    fingerprint_with("junk.idf").assert_fails(3, "junk.idf: not an IDF table");
 }
 
 #[test]
 fn help_documents_every_option() {
     let dir = tempfile::tempdir().unwrap();
-    let run = neardup(dir.path(), &["fingerprint", "--help"]);
+    let run = cmd(dir.path(), "fingerprint --help");
     assert_eq!(run.code, 0);
-    for opt in [
-        "--lines",
-        "--jsonl",
-        "--id-field",
-        "--text-field",
-        "--field-weight",
-        "--profile",
-        "--shingle-width",
-        "--bits",
-        "--weighting",
-        "--idf",
-    ] {
-        assert!(run.stdout.contains(opt), "--help lacks {opt}");
-    }
+    let options = "--lines --jsonl --id-field --text-field --field-weight --profile \
+                   --shingle-width --bits --weighting --idf";
+    assert_contains_all(&run.stdout, &argv(options));
 }
 
 /// Three records of distinct prose, as JSON Lines.
@@ -264,9 +240,9 @@ fn gzip(data: &[u8]) -> Vec<u8> {
 fn issue_41_jsonl_files_are_read_as_json_lines_without_a_flag() {
     let dir = tempfile::tempdir().unwrap();
     let jsonl = three_records();
-    std::fs::write(dir.path().join("data.jsonl"), &jsonl).unwrap();
-    std::fs::write(dir.path().join("data.ndjson"), &jsonl).unwrap();
-    std::fs::write(dir.path().join("data.jsonl.gz"), gzip(jsonl.as_bytes())).unwrap();
+    write(dir.path(), "data.jsonl", &jsonl);
+    write(dir.path(), "data.ndjson", &jsonl);
+    write(dir.path(), "data.jsonl.gz", gzip(jsonl.as_bytes()));
     for name in ["data.jsonl", "data.ndjson", "data.jsonl.gz"] {
         let run = neardup(dir.path(), &["fingerprint", name]);
         assert_eq!(run.code, 0, "{name}: {}", run.stderr);
@@ -291,32 +267,29 @@ fn issue_41_jsonl_files_are_read_as_json_lines_without_a_flag() {
         assert_eq!(ids, ["a", "b", "c"], "{name}");
     }
     // Both kinds named without a flag: the message says which flag to pass.
-    std::fs::write(dir.path().join("notes.txt"), "some plain words").unwrap();
-    let run = neardup(dir.path(), &["fingerprint", "data.jsonl", "notes.txt"]);
+    write(dir.path(), "notes.txt", "some plain words");
+    let run = cmd(dir.path(), "fingerprint data.jsonl notes.txt");
     run.assert_fails(3, "pass --jsonl");
     assert!(run.stdout.is_empty(), "nothing read: {}", run.stdout);
     // A flag overrides the name: the file is one document.
-    let run = neardup(
-        dir.path(),
-        &["fingerprint", "--format", "text", "data.jsonl"],
-    );
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    let run = cmd(dir.path(), "fingerprint --format text data.jsonl");
+    run.assert_ok();
     assert_eq!(run.stdout.lines().count(), 1);
 }
 
 #[test]
 fn issue_41_json_field_flags_work_with_detected_json_lines_and_not_with_text() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("in.jsonl"),
+    write(
+        dir.path(),
+        "in.jsonl",
         "{\"key\": \"k1\", \"body\": \"a custom field with words\"}\n",
-    )
-    .unwrap();
+    );
     let run = cmd(
         dir.path(),
         "fingerprint --id-field key --text-field body in.jsonl",
     );
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    run.assert_ok();
     assert!(run.stdout.starts_with("k1\t"), "{}", run.stdout);
     let run = neardup_stdin(
         dir.path(),
@@ -324,20 +297,16 @@ fn issue_41_json_field_flags_work_with_detected_json_lines_and_not_with_text() {
         b"words\n",
     );
     assert_eq!(run.code, 3);
-    assert!(
-        run.stderr.contains("--text-field body names a JSON field")
-            && run.stderr.contains("--jsonl"),
-        "{}",
-        run.stderr
-    );
+    assert_contains(&run.stderr, "--text-field body names a JSON field");
+    assert_contains(&run.stderr, "--jsonl");
 }
 
 #[test]
 fn issue_41_a_text_file_that_starts_with_a_brace_warns_once() {
     let dir = tempfile::tempdir().unwrap();
     let jsonl = three_records();
-    std::fs::write(dir.path().join("data.txt"), &jsonl).unwrap();
-    std::fs::write(dir.path().join("plain.txt"), "plain words {not json}").unwrap();
+    write(dir.path(), "data.txt", &jsonl);
+    write(dir.path(), "plain.txt", "plain words {not json}");
     let warning = "data.txt starts with '{' but is read as plain text";
     for args in [
         &["fingerprint", "data.txt", "plain.txt"][..],
@@ -362,7 +331,7 @@ fn issue_41_a_text_file_that_starts_with_a_brace_warns_once() {
 #[test]
 fn issue_41_a_missing_input_is_an_error_naming_it() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("data.jsonl"), three_records()).unwrap();
+    write(dir.path(), "data.jsonl", three_records());
     let want = "cannot open input missing.jsonl: No such file or directory";
     for args in [
         &["fingerprint", "data.jsonl", "missing.jsonl"][..],
@@ -384,7 +353,7 @@ fn issue_41_a_missing_input_is_an_error_naming_it() {
         !dir.path().join("o/rejects.jsonl").exists(),
         "no run started"
     );
-    let run = neardup(dir.path(), &["fingerprint", "no-such-dir/"]);
+    let run = cmd(dir.path(), "fingerprint no-such-dir/");
     run.assert_fails(3, "cannot open input no-such-dir/");
 }
 
@@ -392,26 +361,22 @@ fn issue_41_a_missing_input_is_an_error_naming_it() {
 fn issue_41_a_directory_names_the_files_it_skips() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("in")).unwrap();
-    std::fs::write(dir.path().join("in/data.jsonl"), three_records()).unwrap();
-    std::fs::write(dir.path().join("in/logo.png"), b"\x89PNG").unwrap();
-    let run = neardup(dir.path(), &["fingerprint", "in"]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    write(dir.path(), "in/data.jsonl", three_records());
+    write(dir.path(), "in/logo.png", b"\x89PNG");
+    let run = cmd(dir.path(), "fingerprint in");
+    run.assert_ok();
     assert_eq!(
         run.stdout.lines().count(),
         3,
         "the JSON Lines are read: {}",
         run.stdout
     );
-    assert!(
-        run.stderr.contains("skipped 1 file in input directories")
-            && run.stderr.contains("logo.png"),
-        "{}",
-        run.stderr
-    );
+    assert_contains(&run.stderr, "skipped 1 file in input directories");
+    assert_contains(&run.stderr, "logo.png");
     // With documents beside it, the directory is read as documents and the JSON Lines
     // file is named, with the flag that reads it.
-    std::fs::write(dir.path().join("in/page.txt"), "a page of plain words").unwrap();
-    let run = neardup(dir.path(), &["idf", "in", "--out", "t.idf"]);
+    write(dir.path(), "in/page.txt", "a page of plain words");
+    let run = cmd(dir.path(), "idf in --out t.idf");
     run.assert_fails(0, "1 documents");
     assert!(
         run.stderr.contains("skipped 2 files")
@@ -420,34 +385,23 @@ fn issue_41_a_directory_names_the_files_it_skips() {
         "{}",
         run.stderr
     );
-    let run = neardup(
-        dir.path(),
-        &[
-            "dedup", "--jsonl", "in", "--out", "o", "--store", "s.db", "--quiet",
-        ],
-    );
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    let run = cmd(dir.path(), "dedup --jsonl in --out o --store s.db --quiet");
+    run.assert_ok();
     assert_eq!(report(&dir.path().join("o"))["kept"], 3);
 }
 
 #[test]
 fn issue_41_rejects_keep_the_id_and_say_what_was_wrong() {
     let dir = tempfile::tempdir().unwrap();
-    let input = concat!(
-        "{\"id\": \"ok\", \"body_text\": \"storm closes the coastal road as the council meets\"}\n",
-        "{\"id\": \"empty\", \"body_text\": \"\"}\n",
-        "{\"id\": \"none\", \"body\": \"text under another name\"}\n",
-        "{\"id\": \"typed\", \"title\": 5}\n",
-        "{\"id\": {\"n\": 1}, \"text\": \"words\"}\n",
-        "{\"id\": \"comma\", \"text\": \"words\",}\n",
-    );
-    std::fs::write(dir.path().join("in.jsonl"), input).unwrap();
-    let run = neardup(
-        dir.path(),
-        &[
-            "dedup", "in.jsonl", "--out", "o", "--store", "s.db", "--quiet",
-        ],
-    );
+    let input = r#"{"id": "ok", "body_text": "storm closes the coastal road as the council meets"}
+{"id": "empty", "body_text": ""}
+{"id": "none", "body": "text under another name"}
+{"id": "typed", "title": 5}
+{"id": {"n": 1}, "text": "words"}
+{"id": "comma", "text": "words",}
+"#;
+    write(dir.path(), "in.jsonl", input);
+    let run = cmd(dir.path(), "dedup in.jsonl --out o --store s.db --quiet");
     assert_eq!(run.code, 2, "{}", run.stderr);
     let rejects = json_lines(&dir.path().join("o/rejects.jsonl"));
     let got: Vec<(u64, Option<&str>, &str)> = rejects
@@ -475,32 +429,24 @@ fn issue_41_rejects_keep_the_id_and_say_what_was_wrong() {
 fn query_file_reads_one_json_object_by_name() {
     let dir = tempfile::tempdir().unwrap();
     let records = three_records();
-    std::fs::write(dir.path().join("data.jsonl"), &records).unwrap();
+    write(dir.path(), "data.jsonl", &records);
     let run = cmd(
         dir.path(),
         "dedup --jsonl data.jsonl --out o --store s.db --quiet",
     );
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    run.assert_ok();
     let first = records.lines().next().unwrap();
-    std::fs::write(dir.path().join("one.json"), first).unwrap();
-    let run = neardup(
-        dir.path(),
-        &["query", "--store", "s.db", "--file", "one.json", "--json"],
-    );
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    let hits: serde_json::Value = serde_json::from_str(&run.stdout).expect("JSON");
+    write(dir.path(), "one.json", first);
+    let run = cmd(dir.path(), "query --store s.db --file one.json --json");
+    run.assert_ok();
+    let hits: serde_json::Value = run.json();
     assert_eq!(hits[0]["id"], "a", "{hits}");
     // Read as text, the object's markup is part of the text: a warning says so.
-    let run = neardup(
+    let run = cmd(
         dir.path(),
-        &[
-            "query", "--store", "s.db", "--file", "one.json", "--format", "text",
-        ],
+        "query --store s.db --file one.json --format text",
     );
     assert_contains(&run.stderr, "one.json starts with '{'");
-    let run = neardup(
-        dir.path(),
-        &["query", "--store", "s.db", "--file", "data.jsonl"],
-    );
+    let run = cmd(dir.path(), "query --store s.db --file data.jsonl");
     run.assert_fails(3, "data.jsonl holds 3 records");
 }

@@ -3,11 +3,13 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
 
 use serde_json::Value;
 
-use common::{argv, assert_contains, cmd, lines, neardup, report, Run};
+use common::{
+    argv, assert_contains, assert_contains_all, cmd, lines, neardup, report, start, write, Run,
+};
 
 fn example() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/data/debian-copyright.jsonl.gz")
@@ -53,17 +55,15 @@ fn prose(seed: usize) -> String {
 fn bundled_example_is_deduplicated_and_a_rerun_completes_without_double_merges() {
     let dir = tempfile::tempdir().unwrap();
     let ex = example();
-    let args = [
-        "dedup",
-        "--jsonl",
-        ex.to_str().unwrap(),
-        "--out",
-        "out",
-        "--store",
-        "s.db",
-    ];
-    let run = neardup(dir.path(), &args);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    // `neardup dedup` of the example into the store s.db, writing to `out`, with `extra`.
+    let dedup_example = |out: &str, extra: &[&str]| {
+        let mut args = vec!["dedup", "--jsonl", ex.to_str().unwrap()];
+        args.extend(["--out", out, "--store", "s.db"]);
+        args.extend(extra);
+        neardup(dir.path(), &args)
+    };
+    let run = dedup_example("out", &[]);
+    run.assert_ok();
     let out = dir.path().join("out");
     let r = report(&out);
     assert_eq!(r["input_records"], 400);
@@ -110,19 +110,8 @@ fn bundled_example_is_deduplicated_and_a_rerun_completes_without_double_merges()
     assert_eq!(biggest as u64, r["largest_group"]["size"].as_u64().unwrap());
 
     // The same input again: everything is already stored, nothing is merged twice.
-    let again = neardup(
-        dir.path(),
-        &[
-            "dedup",
-            "--jsonl",
-            ex.to_str().unwrap(),
-            "--out",
-            "out2",
-            "--store",
-            "s.db",
-        ],
-    );
-    assert_eq!(again.code, 0, "{}", again.stderr);
+    let again = dedup_example("out2", &[]);
+    again.assert_ok();
     let r2 = report(&dir.path().join("out2"));
     assert_eq!(r2["decisions"]["already_stored"], 400);
     assert_eq!(r2["kept"], r["kept"]);
@@ -133,20 +122,7 @@ fn bundled_example_is_deduplicated_and_a_rerun_completes_without_double_merges()
     assert_eq!(r2["store"]["records"], 400);
 
     // Another profile on the same store is refused with advice.
-    let other = neardup(
-        dir.path(),
-        &[
-            "dedup",
-            "--jsonl",
-            ex.to_str().unwrap(),
-            "--out",
-            "o3",
-            "--store",
-            "s.db",
-            "--profile",
-            "blake2b",
-        ],
-    );
+    let other = dedup_example("o3", &["--profile", "blake2b"]);
     other.assert_fails(3, "fingerprint profile");
 }
 
@@ -162,13 +138,8 @@ fn bad_records_go_to_rejects_with_file_line_and_reason() {
         serde_json::json!({"id": "a", "text": prose(3)}),
         serde_json::json!({"id": "d", "text": good.replacen("storm", "gale", 1), "url": "https://b.example/2", "first_seen": "2025-12-01T00:00:00Z"}),
     );
-    std::fs::write(dir.path().join("in.jsonl"), input).unwrap();
-    let run = neardup(
-        dir.path(),
-        &[
-            "dedup", "--jsonl", "in.jsonl", "--out", "out", "--store", "s.db",
-        ],
-    );
+    write(dir.path(), "in.jsonl", input);
+    let run = cmd(dir.path(), "dedup --jsonl in.jsonl --out out --store s.db");
     assert_eq!(run.code, 2, "done, some records rejected: {}", run.stderr);
     let out = dir.path().join("out");
     let rejects = lines(&out.join("rejects.jsonl"));
@@ -196,11 +167,9 @@ fn bad_records_go_to_rejects_with_file_line_and_reason() {
     assert_eq!(kept[0]["source_urls"].as_array().unwrap().len(), 2);
 
     // --strict stops at the first bad line and names it.
-    let strict = neardup(
+    let strict = cmd(
         dir.path(),
-        &[
-            "dedup", "--jsonl", "in.jsonl", "--out", "o2", "--store", "t.db", "--strict",
-        ],
+        "dedup --jsonl in.jsonl --out o2 --store t.db --strict",
     );
     strict.assert_fails(3, "in.jsonl:2: malformed JSON");
 }
@@ -214,19 +183,16 @@ fn directories_of_html_and_text_compressed_input_query_and_erase() {
     let page = |b: &str| {
         format!("<html><head><script>var x = 1;</script></head><body><nav>Home News Sport</nav><article><p>{b}</p></article><footer>(c) Example</footer></body></html>")
     };
-    std::fs::write(site.join("news/a.html"), page(&body)).unwrap();
-    std::fs::write(
-        site.join("news/b.html"),
+    write(&site, "news/a.html", page(&body));
+    write(
+        &site,
+        "news/b.html",
         page(&body.replacen("ferry", "boat", 1)),
-    )
-    .unwrap();
-    std::fs::write(site.join("c.txt"), prose(5)).unwrap();
-    std::fs::write(site.join("ignored.pdf"), "not text").unwrap();
-    let run = neardup(
-        dir.path(),
-        &["dedup", "site", "--out", "out", "--store", "s.db"],
     );
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    write(&site, "c.txt", prose(5));
+    write(&site, "ignored.pdf", "not text");
+    let run = cmd(dir.path(), "dedup site --out out --store s.db");
+    run.assert_ok();
     let r = report(&dir.path().join("out"));
     assert_eq!(r["input_records"], 3);
     assert_eq!(r["merged"], 1);
@@ -249,7 +215,7 @@ fn directories_of_html_and_text_compressed_input_query_and_erase() {
         dir.path(),
         &["query", "--store", "s.db", "--text", &body, "--json"],
     );
-    assert_eq!(q.code, 0, "{}", q.stderr);
+    q.assert_ok();
     assert!(q.stdout.contains("news/a.html"));
     let none = neardup(
         dir.path(),
@@ -257,8 +223,8 @@ fn directories_of_html_and_text_compressed_input_query_and_erase() {
     );
     assert_eq!(none.code, 1);
     // Erasure: gone from the index, the exact tier and the merge log.
-    let e = neardup(dir.path(), &["erase", "--store", "s.db", "news/a.html"]);
-    assert_eq!(e.code, 0, "{}", e.stderr);
+    let e = cmd(dir.path(), "erase --store s.db news/a.html");
+    e.assert_ok();
     let q = neardup(
         dir.path(),
         &["query", "--store", "s.db", "--text", &body, "--json"],
@@ -268,8 +234,8 @@ fn directories_of_html_and_text_compressed_input_query_and_erase() {
     // Compressed JSONL in, unknown compression named.
     let jsonl = format!("{}\n", serde_json::json!({"id": "z", "text": prose(6)}));
     let zst = zstd_compress(jsonl.as_bytes());
-    std::fs::write(dir.path().join("in.jsonl.zst"), zst).unwrap();
-    std::fs::write(dir.path().join("in.jsonl.bz2"), b"BZh9...").unwrap();
+    write(dir.path(), "in.jsonl.zst", zst);
+    write(dir.path(), "in.jsonl.bz2", b"BZh9...");
     let run = cmd(
         dir.path(),
         "dedup --jsonl in.jsonl.zst in.jsonl.bz2 --out o2 --store t.db",
@@ -334,14 +300,12 @@ fn kept_lines_are_the_input_objects_with_the_cluster_keys_set_once() {
         serde_json::json!({"id": "b", "url": "https://y.example/b", "body_text": b, "source_urls": ["stale"]}),
         serde_json::to_string(&prose(2)).unwrap(),
     );
-    std::fs::write(dir.path().join("in.jsonl"), input).unwrap();
-    let run = neardup(
+    write(dir.path(), "in.jsonl", input);
+    let run = cmd(
         dir.path(),
-        &[
-            "dedup", "--jsonl", "in.jsonl", "--out", "out", "--store", "s.db", "--quiet",
-        ],
+        "dedup --jsonl in.jsonl --out out --store s.db --quiet",
     );
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    run.assert_ok();
     let raw = std::fs::read_to_string(dir.path().join("out/kept.jsonl")).unwrap();
     let kept: Vec<&str> = raw.lines().collect();
     assert_eq!(kept.len(), 2, "{raw}");
@@ -378,15 +342,30 @@ fn kept_lines_are_the_input_objects_with_the_cluster_keys_set_once() {
 const TEMPLATE: &str = "home news sport weather contact about privacy terms subscribe login \
                         register search archive topics latest popular newsletter follow share print";
 
+/// Asserts that the report `r` names one host that learned boilerplate: big.example, from
+/// its 20 pages, with at least 10 shingles of its template. Returns that host's entry.
+#[track_caller]
+fn assert_only_big_example_learned_boilerplate(r: &Value) -> &Value {
+    let hosts = r["boilerplate_hosts"].as_array().expect("a list");
+    assert_eq!(hosts.len(), 1, "{hosts:?}");
+    assert_eq!(hosts[0]["host"], "big.example");
+    assert_eq!(hosts[0]["pages_learned_from"], 20);
+    assert!(
+        hosts[0]["boilerplate_shingles"].as_u64().unwrap() >= 10,
+        "the template's shingles: {hosts:?}"
+    );
+    &hosts[0]
+}
+
 /// Runs `neardup dedup` with the defaults on `lines` in `dir` and answers its report.
 /// A run with boilerplate learning on (`--boilerplate`) over `lines`.
 fn dedup_lines(dir: &Path, lines: &[String]) -> Value {
-    std::fs::write(dir.join("in.jsonl"), lines.join("\n")).unwrap();
+    write(dir, "in.jsonl", lines.join("\n"));
     let run = cmd(
         dir,
         "dedup --jsonl in.jsonl --out out --store s.db -q --boilerplate",
     );
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    run.assert_ok();
     report(&dir.join("out"))
 }
 
@@ -411,19 +390,12 @@ fn boilerplate_is_learned_from_every_page_of_a_host_that_reaches_the_minimum() {
             );
         }
     }
-    let hosts = dedup_lines(dir.path(), &lines)["boilerplate_hosts"].clone();
-    let hosts = hosts.as_array().expect("a list");
-    assert_eq!(hosts.len(), 1, "{hosts:?}");
-    assert_eq!(hosts[0]["host"], "big.example");
-    assert_eq!(hosts[0]["pages_learned_from"], 20);
-    assert!(
-        hosts[0]["boilerplate_shingles"].as_u64().unwrap() >= 10,
-        "the template's shingles: {hosts:?}"
-    );
+    let r = dedup_lines(dir.path(), &lines);
+    let host = assert_only_big_example_learned_boilerplate(&r);
     // The template's 20 words of each page's 140 went before fingerprinting, and the
     // report counts them for the host.
-    let share = hosts[0]["share_of_shingles_removed"].as_f64().unwrap();
-    assert!((0.05..0.3).contains(&share), "{hosts:?}");
+    let share = host["share_of_shingles_removed"].as_f64().unwrap();
+    assert!((0.05..0.3).contains(&share), "{host:?}");
 }
 
 #[test]
@@ -441,24 +413,17 @@ fn a_crawl_mirrored_to_disk_learns_boilerplate_per_host_directory() {
         for (sub, n) in [("www.big.example/docs", i), ("news", 100 + i)] {
             let path = dir.path().join("mirror").join(sub);
             std::fs::create_dir_all(&path).unwrap();
-            std::fs::write(path.join(format!("{i}.html")), page(n)).unwrap();
+            write(&path, &format!("{i}.html"), page(n));
         }
     }
     let run = cmd(
         dir.path(),
         "dedup mirror --out out --store s.db -q --boilerplate",
     );
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    run.assert_ok();
     let r = report(&dir.path().join("out"));
     assert_eq!(r["input_records"], 40);
-    let hosts = r["boilerplate_hosts"].as_array().expect("a list");
-    assert_eq!(hosts.len(), 1, "{hosts:?}");
-    assert_eq!(hosts[0]["host"], "big.example");
-    assert_eq!(hosts[0]["pages_learned_from"], 20);
-    assert!(
-        hosts[0]["boilerplate_shingles"].as_u64().unwrap() >= 10,
-        "{hosts:?}"
-    );
+    assert_only_big_example_learned_boilerplate(&r);
 }
 
 #[test]
@@ -522,10 +487,10 @@ fn kept_records_are_the_same_whether_the_input_is_mapped_or_read() {
         ));
     }
     let text = lines.join("\n") + "\n";
-    std::fs::write(dir.path().join("in.jsonl"), &text).unwrap();
+    write(dir.path(), "in.jsonl", &text);
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     std::io::Write::write_all(&mut gz, text.as_bytes()).unwrap();
-    std::fs::write(dir.path().join("in.jsonl.gz"), gz.finish().unwrap()).unwrap();
+    write(dir.path(), "in.jsonl.gz", gz.finish().unwrap());
     let mut kept = Vec::new();
     for (name, input, extra) in [
         ("mapped", "in.jsonl", None),
@@ -603,14 +568,12 @@ fn kept_lines_follow_the_input_order_over_many_render_chunks() {
             i % 50
         );
     }
-    std::fs::write(dir.path().join("in.jsonl"), text).unwrap();
-    let run = neardup(
+    write(dir.path(), "in.jsonl", text);
+    let run = cmd(
         dir.path(),
-        &[
-            "dedup", "--jsonl", "in.jsonl", "--out", "out", "--store", "s.db", "-q",
-        ],
+        "dedup --jsonl in.jsonl --out out --store s.db -q",
     );
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    run.assert_ok();
     let kept: Vec<String> = lines(&dir.path().join("out/kept.jsonl"))
         .iter()
         .map(|v| v["id"].as_str().expect("an id").to_owned())
@@ -636,29 +599,16 @@ fn a_batch_run_killed_mid_way_leaves_a_store_that_a_rerun_completes() {
         input.push_str(&serde_json::json!({"id": format!("r{i}"), "body_text": text}).to_string());
         input.push('\n');
     }
-    std::fs::write(dir.path().join("in.jsonl"), input).unwrap();
-    let args = |out: &str| -> Vec<String> {
-        [
-            "dedup",
-            "--jsonl",
-            "in.jsonl",
-            "--out",
-            out,
-            "--store",
-            "s.db",
-            "--batch-size",
-            "64",
-            "--quiet",
-        ]
-        .map(String::from)
-        .to_vec()
+    write(dir.path(), "in.jsonl", input);
+    let line = |out: &str| {
+        format!("dedup --jsonl in.jsonl --out {out} --store s.db --batch-size 64 --quiet")
     };
-    let mut child = Command::new(env!("CARGO_BIN_EXE_neardup"))
-        .args(args("out1"))
-        .current_dir(dir.path())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = start(
+        dir.path(),
+        &argv(&line("out1")),
+        Stdio::inherit(),
+        Stdio::null(),
+    );
     // Kill it once a good part of the input is committed (the store's file grows with
     // each commit), not before the first commit.
     let db = dir.path().join("s.db");
@@ -688,11 +638,8 @@ fn a_batch_run_killed_mid_way_leaves_a_store_that_a_rerun_completes() {
         "{stored_before}"
     );
 
-    let rerun = neardup(
-        dir.path(),
-        &args("out2").iter().map(String::as_str).collect::<Vec<_>>(),
-    );
-    assert_eq!(rerun.code, 0, "{}", rerun.stderr);
+    let rerun = cmd(dir.path(), &line("out2"));
+    rerun.assert_ok();
     let r = report(&dir.path().join("out2"));
     assert_eq!(r["accounting_balanced"], true);
     assert_eq!(r["input_records"], n);
@@ -745,6 +692,16 @@ fn wait_for_lock(store: &Path, command: &str) {
     }
 }
 
+/// Starts the command `line` in `dir` in the background, its stdout dropped and its stderr
+/// going to `stderr`, and waits until it holds the store `s.db` there (until its lock file
+/// names it).
+fn start_holding_store(dir: &Path, line: &str, stderr: Stdio) -> Child {
+    let child = start(dir, &argv(line), Stdio::null(), stderr);
+    let command = line.split_whitespace().next().expect("a command");
+    wait_for_lock(&dir.join("s.db"), &format!("neardup {command}"));
+    child
+}
+
 #[test]
 fn a_second_run_on_a_store_waits_for_the_first_and_both_account_for_their_input() {
     // One process writes to a store file at a time: a short run started while a long run
@@ -764,20 +721,14 @@ fn a_second_run_on_a_store_waits_for_the_first_and_both_account_for_their_input(
         input.push_str(&line.to_string());
         input.push('\n');
     }
-    std::fs::write(dir.path().join("in.jsonl"), input).unwrap();
-    let long = Command::new(env!("CARGO_BIN_EXE_neardup"))
-        .args(argv(
-            "dedup in.jsonl --out out-long --store s.db --batch-size 32",
-        ))
-        .current_dir(dir.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // The long run holds the lock once its lock file names it.
-    wait_for_lock(&dir.path().join("s.db"), "neardup dedup");
+    write(dir.path(), "in.jsonl", input);
+    let long = start_holding_store(
+        dir.path(),
+        "dedup in.jsonl --out out-long --store s.db --batch-size 32",
+        Stdio::piped(),
+    );
     let line = serde_json::json!({"id": "s0", "body_text": text_of(7)});
-    std::fs::write(dir.path().join("short.jsonl"), format!("{line}\n")).unwrap();
+    write(dir.path(), "short.jsonl", format!("{line}\n"));
     // Refused at once with --no-wait, naming the holder (unless the long run just ended).
     let refused = cmd(
         dir.path(),
@@ -790,22 +741,12 @@ fn a_second_run_on_a_store_waits_for_the_first_and_both_account_for_their_input(
         "{}",
         String::from_utf8_lossy(&long.stderr)
     );
-    assert_eq!(short.code, 0, "{}", short.stderr);
+    short.assert_ok();
     if refused.code != 0 {
         assert_eq!(refused.code, 5, "{}", refused.stderr);
-        assert!(
-            refused
-                .stderr
-                .contains("s.db is in use by neardup dedup (pid "),
-            "{}",
-            refused.stderr
-        );
-        assert!(
-            short.stderr.contains("is in use by neardup dedup (pid ")
-                && short.stderr.contains("waiting for it to finish"),
-            "{}",
-            short.stderr
-        );
+        assert_contains(&refused.stderr, "s.db is in use by neardup dedup (pid ");
+        assert_contains(&short.stderr, "is in use by neardup dedup (pid ");
+        assert_contains(&short.stderr, "waiting for it to finish");
     }
     let r = report(&dir.path().join("out-long"));
     assert_eq!(r["accounting_balanced"], true);
@@ -838,7 +779,7 @@ fn issue_41_a_repeated_id_is_rejected_naming_the_first_and_every_record_is_accou
         serde_json::json!({"id": "a", "body_text": prose(3)}),
     ];
     let input: String = records.iter().map(|r| format!("{r}\n")).collect();
-    std::fs::write(dir.path().join("in.jsonl"), input).unwrap();
+    write(dir.path(), "in.jsonl", input);
     let args = ["dedup", "in.jsonl", "--out", "out", "--store", "s.db"];
     for run_number in 0..2 {
         let run = neardup(dir.path(), &args);
@@ -910,48 +851,39 @@ fn issue_41_a_repeated_id_is_rejected_naming_the_first_and_every_record_is_accou
 fn issue_41_exit_codes_follow_the_documented_table() {
     let dir = tempfile::tempdir().unwrap();
     // A usage error is an error (3), not "some records rejected" (2).
-    let run = neardup(dir.path(), &["dedup", "--no-such-flag"]);
+    let run = cmd(dir.path(), "dedup --no-such-flag");
     assert_eq!(run.code, 3, "{}", run.stderr);
     // Help documents the table and exits 0.
-    let help = neardup(dir.path(), &["dedup", "--help"]);
+    let help = cmd(dir.path(), "dedup --help");
     assert_eq!(help.code, 0);
-    for line in [
-        "Exit codes:",
-        "2  done, but some records were rejected",
-        "5  the store is in use",
-    ] {
-        assert!(help.stdout.contains(line), "{line}: {}", help.stdout);
-    }
+    assert_contains_all(
+        &help.stdout,
+        &[
+            "Exit codes:",
+            "2  done, but some records were rejected",
+            "5  the store is in use",
+        ],
+    );
     // A clean run is 0; --strict makes a reject an error.
     let good = serde_json::json!({"id": "a", "body_text": prose(1)});
     let dup = serde_json::json!({"id": "a", "body_text": prose(1)});
-    std::fs::write(dir.path().join("ok.jsonl"), format!("{good}\n")).unwrap();
-    std::fs::write(dir.path().join("dup.jsonl"), format!("{good}\n{dup}\n")).unwrap();
-    let run = neardup(
-        dir.path(),
-        &["dedup", "ok.jsonl", "--out", "o1", "--store", "s1.db"],
-    );
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    let run = cmd(
-        dir.path(),
-        "dedup dup.jsonl --out o2 --store s2.db --strict",
-    );
-    run.assert_fails(3, "dup.jsonl:2: duplicate id");
+    write(dir.path(), "ok.jsonl", format!("{good}\n"));
+    write(dir.path(), "dup.jsonl", format!("{good}\n{dup}\n"));
+    cmd(dir.path(), "dedup ok.jsonl --out o1 --store s1.db").assert_ok();
+    let strict = "dedup dup.jsonl --out o2 --store s2.db --strict";
+    cmd(dir.path(), strict).assert_fails(3, "dup.jsonl:2: duplicate id");
 }
 
 #[test]
 fn issue_41_a_busy_store_is_refused_with_no_wait_naming_its_holder() {
     let dir = tempfile::tempdir().unwrap();
-    let mut server = Command::new(env!("CARGO_BIN_EXE_neardup"))
-        .args(["serve", "--store", "s.db", "--listen", "127.0.0.1:0"])
-        .current_dir(dir.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for_lock(&dir.path().join("s.db"), "neardup serve");
+    let mut server = start_holding_store(
+        dir.path(),
+        "serve --store s.db --listen 127.0.0.1:0",
+        Stdio::null(),
+    );
     let good = serde_json::json!({"id": "a", "body_text": prose(1)});
-    std::fs::write(dir.path().join("in.jsonl"), format!("{good}\n")).unwrap();
+    write(dir.path(), "in.jsonl", format!("{good}\n"));
     let run = cmd(dir.path(), "dedup in.jsonl --out o --store s.db --no-wait");
     let _ = server.kill();
     let _ = server.wait();
@@ -967,7 +899,7 @@ fn issue_41_a_busy_store_is_refused_with_no_wait_naming_its_holder() {
     assert!(!dir.path().join("o/report.json").exists());
     // Once the server is gone, the same run goes through.
     let run = cmd(dir.path(), "dedup in.jsonl --out o --store s.db --no-wait");
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    run.assert_ok();
 }
 
 /// A chain of pages: each differs from the one before it in four more words, so neighbours
@@ -998,7 +930,7 @@ fn issue_36_single_linkage_chains_are_reported_and_pairs_listed() {
             serde_json::json!({"id": format!("c{i}"), "body_text": text}).to_string() + "\n"
         })
         .collect();
-    std::fs::write(dir.path().join("in.jsonl"), input).unwrap();
+    write(dir.path(), "in.jsonl", input);
     let run = |linkage: &str, floor: &str| -> (Run, Value) {
         let out = format!("out-{linkage}-{floor}");
         let run = neardup(
@@ -1017,7 +949,7 @@ fn issue_36_single_linkage_chains_are_reported_and_pairs_listed() {
                 "--pairs",
             ],
         );
-        assert_eq!(run.code, 0, "{}", run.stderr);
+        run.assert_ok();
         let r = report(&dir.path().join(&out));
         (run, r)
     };
@@ -1075,7 +1007,7 @@ fn issue_36_single_linkage_chains_are_reported_and_pairs_listed() {
         dir.path(),
         "dedup in.jsonl --out out-single-0 --store single-0.db",
     );
-    assert_eq!(again.code, 0, "{}", again.stderr);
+    again.assert_ok();
     assert!(!dir.path().join("out-single-0/pairs.jsonl").exists());
 }
 
@@ -1083,8 +1015,8 @@ fn issue_36_single_linkage_chains_are_reported_and_pairs_listed() {
 fn issue_36_a_store_decided_under_the_old_defaults_is_told_they_changed() {
     let dir = tempfile::tempdir().unwrap();
     let line = |id: &str, seed: usize| serde_json::json!({"id": id, "body_text": prose(seed)});
-    std::fs::write(dir.path().join("a.jsonl"), format!("{}\n", line("a", 1))).unwrap();
-    std::fs::write(dir.path().join("b.jsonl"), format!("{}\n", line("b", 2))).unwrap();
+    write(dir.path(), "a.jsonl", format!("{}\n", line("a", 1)));
+    write(dir.path(), "b.jsonl", format!("{}\n", line("b", 2)));
     let run = |input: &str| {
         neardup(
             dir.path(),
@@ -1094,7 +1026,7 @@ fn issue_36_a_store_decided_under_the_old_defaults_is_told_they_changed() {
     let note = "the defaults changed since this store's records were decided";
     // A new store: nothing to say; the next run on it neither.
     let first = run("a.jsonl");
-    assert_eq!(first.code, 0, "{}", first.stderr);
+    first.assert_ok();
     assert!(!first.stderr.contains(note), "{}", first.stderr);
     let second = run("b.jsonl");
     assert!(!second.stderr.contains(note), "{}", second.stderr);
@@ -1104,8 +1036,8 @@ fn issue_36_a_store_decided_under_the_old_defaults_is_told_they_changed() {
         .execute("DELETE FROM meta WHERE key = 'cli.defaults'", [])
         .unwrap();
     let third = run("b.jsonl");
-    assert_eq!(third.code, 0, "{}", third.stderr);
-    assert!(third.stderr.contains(note), "{}", third.stderr);
+    third.assert_ok();
+    assert_contains(&third.stderr, note);
     assert_contains(&third.stderr, "--linkage guarded");
     // Said once: the run records this release's defaults.
     assert!(!run("a.jsonl").stderr.contains(note));
@@ -1129,14 +1061,14 @@ fn issue_36_template_pages_that_differ_in_their_item_are_not_merged() {
         .iter()
         .map(|item| serde_json::json!({"id": item, "body_text": page(item)}).to_string() + "\n")
         .collect();
-    std::fs::write(dir.path().join("in.jsonl"), input).unwrap();
+    write(dir.path(), "in.jsonl", input);
     let run = |out: &str, extra: &[&str]| -> Value {
         let mut args = vec!["dedup", "in.jsonl", "--out", out, "--store"];
         let store = format!("{out}.db");
         args.push(&store);
         args.extend_from_slice(extra);
         let run = neardup(dir.path(), &args);
-        assert_eq!(run.code, 0, "{}", run.stderr);
+        run.assert_ok();
         report(&dir.path().join(out))
     };
     let defaults = run("defaults", &[]);
@@ -1161,14 +1093,14 @@ fn max_candidates_bounds_the_pairs_verified_not_the_clusters() {
                 + "\n"
         })
         .collect();
-    std::fs::write(dir.path().join("in.jsonl"), input).unwrap();
+    write(dir.path(), "in.jsonl", input);
     let run = |cap: &str| -> (Value, usize) {
         let out = format!("out-{cap}");
         let line = format!(
             "dedup in.jsonl --out {out} --store {cap}.db --chain-floor 0 --pairs --max-candidates {cap}"
         );
         let run = cmd(dir.path(), &line);
-        assert_eq!(run.code, 0, "{}", run.stderr);
+        run.assert_ok();
         let pairs = lines(&dir.path().join(&out).join("pairs.jsonl")).len();
         (report(&dir.path().join(&out)), pairs)
     };

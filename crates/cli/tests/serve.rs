@@ -21,6 +21,18 @@ struct Server {
 }
 
 impl Server {
+    /// Starts a server on the store `store` in `dir` that requires the bearer token
+    /// `s3cret-token`, read from a token file it writes in `dir`. The client sends no token
+    /// until its `token` is set.
+    fn start_with_token(dir: &Path, store: &str) -> Server {
+        let token_file = dir.join("token");
+        std::fs::write(&token_file, "s3cret-token\n").unwrap();
+        Server::start(
+            &dir.join(store),
+            &["--token-file", token_file.to_str().unwrap()],
+        )
+    }
+
     fn start(store: &Path, extra: &[&str]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_neardup"))
             .arg("serve")
@@ -160,10 +172,27 @@ impl Server {
         (status, value)
     }
 
+    /// Posts `record` to /v1/records with the `headers` given, written byte for byte as
+    /// [`Server::http`] does, and asserts that it was stored as a new record.
+    #[track_caller]
+    fn assert_posted_record_is_new(&self, headers: &str, record: &str) {
+        let (status, answer) =
+            self.http(&format!("POST /v1/records HTTP/1.1\r\n{headers}"), record);
+        assert_eq!(status, 200, "{answer}");
+        assert_eq!(answer["decision"], "new");
+    }
+
     fn insert(&self, record: Value) -> Value {
         let (status, answer) = self.call("POST", "/v1/records", Some(&record));
         assert_eq!(status, 200, "{record} -> {answer}");
         answer
+    }
+
+    /// Inserts the record `id` of text `text` and asserts that it was stored as new.
+    #[track_caller]
+    fn assert_inserts_new(&self, id: &str, text: &str) {
+        let answer = self.insert(json!({"id": id, "text": text}));
+        assert_eq!(answer["decision"], "new");
     }
 
     fn query(&self, record: Value) -> Value {
@@ -559,12 +588,7 @@ fn erasure_removes_the_record_from_every_answer() {
 #[test]
 fn without_the_token_every_endpoint_but_healthz_answers_401() {
     let dir = tempfile::tempdir().unwrap();
-    let token_file = dir.path().join("token");
-    std::fs::write(&token_file, "s3cret-token\n").unwrap();
-    let mut server = Server::start(
-        &dir.path().join("s.db"),
-        &["--token-file", token_file.to_str().unwrap()],
-    );
+    let mut server = Server::start_with_token(dir.path(), "s.db");
     let record = json!({"id": "a", "text": doc(1)});
     let calls: [(&str, &str, Option<&Value>); 8] = [
         ("GET", "/metrics", None),
@@ -594,10 +618,7 @@ fn without_the_token_every_endpoint_but_healthz_answers_401() {
             "{method} {path}: {status} {answer}"
         );
     }
-    assert_eq!(
-        server.insert(json!({"id": "b", "text": doc(2)}))["decision"],
-        "new"
-    );
+    server.assert_inserts_new("b", &doc(2));
 }
 
 #[test]
@@ -737,10 +758,7 @@ fn bad_input_gets_a_4xx_naming_the_field_and_the_server_keeps_serving() {
     // Nothing was stored by the refused requests, and the server still works.
     let (_, health) = server.call("GET", "/healthz", None);
     assert_eq!(health["records"], 0, "{health}");
-    assert_eq!(
-        server.insert(json!({"id": "a", "text": doc(1)}))["decision"],
-        "new"
-    );
+    server.assert_inserts_new("a", &doc(1));
 }
 
 #[test]
@@ -938,12 +956,7 @@ fn has_key(v: &Value, key: &str) -> bool {
 #[test]
 fn authorization_scheme_is_case_insensitive() {
     let dir = tempfile::tempdir().unwrap();
-    let token_file = dir.path().join("token");
-    std::fs::write(&token_file, "s3cret-token\n").unwrap();
-    let server = Server::start(
-        &dir.path().join("s.db"),
-        &["--token-file", token_file.to_str().unwrap()],
-    );
+    let server = Server::start_with_token(dir.path(), "s.db");
     for (authorization, status) in [
         ("Bearer s3cret-token", 200),
         ("bearer s3cret-token", 200),
@@ -963,12 +976,10 @@ fn authorization_scheme_is_case_insensitive() {
         assert_eq!(got, status, "{authorization:?}: {body}");
     }
     let record = json!({"id": "a", "text": doc(1)}).to_string();
-    let (status, answer) = server.http(
-        "POST /v1/records HTTP/1.1\r\nAuthorization: bearer s3cret-token\r\nContent-Type: application/json",
+    server.assert_posted_record_is_new(
+        "Authorization: bearer s3cret-token\r\nContent-Type: application/json",
         &record,
     );
-    assert_eq!(status, 200, "{answer}");
-    assert_eq!(answer["decision"], "new");
 }
 
 #[test]
@@ -1016,12 +1027,7 @@ fn bodies_not_sent_as_json_get_415_and_store_nothing() {
         );
         assert_eq!(status, 200, "{content_type}: {answer}");
     }
-    let (status, answer) = server.http(
-        "POST /v1/records HTTP/1.1\r\nContent-Type: application/json; charset=utf-8",
-        &record,
-    );
-    assert_eq!(status, 200, "{answer}");
-    assert_eq!(answer["decision"], "new");
+    server.assert_posted_record_is_new("Content-Type: application/json; charset=utf-8", &record);
 }
 
 #[test]
@@ -1035,12 +1041,7 @@ fn openapi_document_requires_the_token_only_when_the_server_does() {
     assert!(!s(&doc["info"]["description"]).contains("Bearer"));
     drop(open);
 
-    let token_file = dir.path().join("token");
-    std::fs::write(&token_file, "s3cret-token\n").unwrap();
-    let mut server = Server::start(
-        &dir.path().join("closed.db"),
-        &["--token-file", token_file.to_str().unwrap()],
-    );
+    let mut server = Server::start_with_token(dir.path(), "closed.db");
     server.token = Some("s3cret-token".into());
     let (_, doc) = server.call("GET", "/v1/openapi.json", None);
     assert_eq!(doc["security"], json!([{"bearer": []}]));

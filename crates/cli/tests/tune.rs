@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use common::{assert_contains, cmd, neardup, neardup_env};
+use common::{assert_contains, assert_contains_all, cmd, neardup, neardup_env, write};
 
 fn fixtures() -> PathBuf {
     common::data("tune")
@@ -64,11 +64,8 @@ fn mask_layout(text: &str) -> String {
 
 #[test]
 fn tune_golden_on_the_fixed_labelled_set() {
-    let run = neardup(
-        &fixtures(),
-        &["tune", "--pairs", "pairs.jsonl", "--target-jaccard", "0.8"],
-    );
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    let run = cmd(&fixtures(), "tune --pairs pairs.jsonl --target-jaccard 0.8");
+    run.assert_ok();
     golden("tune.golden.txt", &mask_layout(&run.stdout));
     assert!(run.stdout.contains("recommended: --max-distance "));
     assert!(run
@@ -79,8 +76,8 @@ fn tune_golden_on_the_fixed_labelled_set() {
 #[test]
 fn tune_json_has_the_full_grid_and_the_recommendation() {
     let run = cmd(&fixtures(), "tune --pairs pairs.jsonl --json --target-jaccard 0.8 --target-recall 0.9 --records 5000000");
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    let v: Value = serde_json::from_str(&run.stdout).expect("JSON");
+    run.assert_ok();
+    let v: Value = run.json();
     assert_eq!(v["pairs"], 46);
     let grid = v["grid"].as_array().expect("grid");
     assert_eq!(
@@ -117,18 +114,15 @@ fn tsv_and_jsonl_pairs_agree() {
         .take(12)
         .map(|l| format!("{l}\n"))
         .collect();
-    std::fs::write(dir.path().join("first12.jsonl"), jsonl).unwrap();
-    let a = neardup(dir.path(), &["tune", "--pairs", "first12.jsonl", "--json"]);
+    write(dir.path(), "first12.jsonl", jsonl);
+    let a = cmd(dir.path(), "tune --pairs first12.jsonl --json");
     let b = neardup(
         dir.path(),
         &["tune", "--pairs", &fixture("pairs.tsv"), "--json"],
     );
-    assert_eq!(a.code, 0, "{}", a.stderr);
-    assert_eq!(b.code, 0, "{}", b.stderr);
-    let (a, b): (Value, Value) = (
-        serde_json::from_str(&a.stdout).unwrap(),
-        serde_json::from_str(&b.stdout).unwrap(),
-    );
+    a.assert_ok();
+    b.assert_ok();
+    let (a, b): (Value, Value) = (a.json(), b.json());
     assert_eq!(a["grid"], b["grid"]);
     assert_eq!(a["recommended"], b["recommended"]);
 }
@@ -139,17 +133,14 @@ fn ids_resolve_against_a_corpus() {
         &fixtures(),
         "tune --pairs truth.jsonl --input corpus.jsonl --json",
     );
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    let v: Value = serde_json::from_str(&run.stdout).unwrap();
+    run.assert_ok();
+    let v: Value = run.json();
     assert_eq!(v["pairs"], 46);
-    let missing = neardup(&fixtures(), &["tune", "--pairs", "truth.jsonl"]);
+    let missing = cmd(&fixtures(), "tune --pairs truth.jsonl");
     assert_eq!(missing.code, 3);
-    assert!(
-        missing
-            .stderr
-            .contains("truth.jsonl:1: side a is id \"art0\": give --input CORPUS or --store PATH"),
-        "{}",
-        missing.stderr
+    assert_contains(
+        &missing.stderr,
+        "truth.jsonl:1: side a is id \"art0\": give --input CORPUS or --store PATH",
     );
 }
 
@@ -176,20 +167,20 @@ fn bad_pairs_files_name_the_file_and_line() {
         assert!(run.stderr.contains(message), "{file}: {}", run.stderr);
     }
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("one.tsv"), "just one column\n").unwrap();
-    let run = neardup(dir.path(), &["tune", "--pairs", "one.tsv"]);
+    write(dir.path(), "one.tsv", "just one column\n");
+    let run = cmd(dir.path(), "tune --pairs one.tsv");
     run.assert_fails(3, "one.tsv:1: missing side b");
-    std::fs::write(
-        dir.path().join("weight.jsonl"),
+    write(
+        dir.path(),
+        "weight.jsonl",
         "{\"a\": \"x\", \"b\": \"y\", \"duplicate\": true, \"weight\": -1}\n",
-    )
-    .unwrap();
-    let run = neardup(dir.path(), &["tune", "--pairs", "weight.jsonl"]);
+    );
+    let run = cmd(dir.path(), "tune --pairs weight.jsonl");
     assert_eq!(run.code, 3);
     assert!(run
         .stderr
         .contains("weight.jsonl:1: \"weight\" must be a positive number"));
-    std::fs::write(dir.path().join("bad.png.txt"), "").unwrap();
+    write(dir.path(), "bad.png.txt", "");
     let run = neardup(
         dir.path(),
         &[
@@ -258,7 +249,7 @@ fn plots_are_valid_png_and_svg() {
             &["tune", "--pairs", &pairs, "--plot", &png, "--plot", &svg],
             &env,
         );
-        assert_eq!(run.code, 0, "{}", run.stderr);
+        run.assert_ok();
         let bytes = std::fs::read(dir.path().join(&png)).expect("png written");
         assert_eq!(check_png(&bytes), (1200, 900));
         let text = std::fs::read_to_string(dir.path().join(&svg)).expect("svg written");
@@ -288,21 +279,18 @@ fn unlabelled_pairs_answer_only_the_inverse_question() {
             out.to_str().unwrap(),
         ],
     );
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    let refused = neardup(dir.path(), &["tune", "--pairs", "unlabelled.jsonl"]);
+    run.assert_ok();
+    let refused = cmd(dir.path(), "tune --pairs unlabelled.jsonl");
     assert_eq!(refused.code, 3);
-    assert!(
-        refused
-            .stderr
-            .contains("unlabelled.jsonl:1: the pair is not labelled"),
-        "{}",
-        refused.stderr
+    assert_contains(
+        &refused.stderr,
+        "unlabelled.jsonl:1: the pair is not labelled",
     );
     let inverse = cmd(
         dir.path(),
         "tune --pairs unlabelled.jsonl --target-jaccard 0.8",
     );
-    assert_eq!(inverse.code, 0, "{}", inverse.stderr);
+    inverse.assert_ok();
     assert!(inverse.stdout.contains("inverse: to propose 95% of the"));
 }
 
@@ -354,8 +342,8 @@ fn label_samples_pairs_over_distance_buckets() {
         text
     );
     // And the file tunes.
-    let tune = neardup(dir.path(), &["tune", "--pairs", "pairs.jsonl"]);
-    assert_eq!(tune.code, 0, "{}", tune.stderr);
+    let tune = cmd(dir.path(), "tune --pairs pairs.jsonl");
+    tune.assert_ok();
     assert!(tune.stdout.contains("by weight"));
 }
 
@@ -365,7 +353,7 @@ fn eval_golden_on_hand_made_clusters() {
         &fixtures(),
         "eval --truth truth.jsonl --predicted clusters.jsonl",
     );
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    run.assert_ok();
     // 12 duplicates clustered (typo and byline copies), 12 missed, art0-half wrongly merged.
     assert_eq!(
         run.stdout.lines().last(),
@@ -376,7 +364,7 @@ fn eval_golden_on_hand_made_clusters() {
         &fixtures(),
         "eval --truth truth.jsonl --predicted clusters.jsonl --json",
     );
-    let v: Value = serde_json::from_str(&json.stdout).expect("JSON");
+    let v: Value = json.json();
     assert_eq!(v["true_positives"], 12.0);
     assert_eq!(v["false_positives"], 1.0);
     assert_eq!(v["wrong_merges"][0]["b_id"], "art0-half");
@@ -398,7 +386,7 @@ fn eval_of_a_dedup_run_reads_merges_and_clusters_alike() {
             "--quiet",
         ],
     );
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    run.assert_ok();
     let mut lines = Vec::new();
     for predicted in ["out/merges.jsonl", "out/clusters.jsonl"] {
         let run = neardup(
@@ -411,18 +399,18 @@ fn eval_of_a_dedup_run_reads_merges_and_clusters_alike() {
                 predicted,
             ],
         );
-        assert_eq!(run.code, 0, "{}", run.stderr);
+        run.assert_ok();
         let last = run.stdout.lines().last().unwrap().to_owned();
         assert!(last.starts_with("F1=") && last.contains(" P=") && last.contains(" R="));
         lines.push(last);
     }
     assert_eq!(lines[0], lines[1]);
     // Bad predicted lines name the line.
-    std::fs::write(
-        dir.path().join("bad.jsonl"),
+    write(
+        dir.path(),
+        "bad.jsonl",
         "{\"cluster\": 1, \"members\": [\"a\", \"b\"]}\n{\"x\": 1}\n",
-    )
-    .unwrap();
+    );
     let bad = neardup(
         dir.path(),
         &[
@@ -446,13 +434,7 @@ fn eval_of_a_dedup_run_reads_merges_and_clusters_alike() {
         ],
     );
     assert_eq!(texts.code, 3);
-    assert!(
-        texts
-            .stderr
-            .contains("pairs.jsonl:1: eval compares record ids"),
-        "{}",
-        texts.stderr
-    );
+    assert_contains(&texts.stderr, "pairs.jsonl:1: eval compares record ids");
 
     // tune resolves ids against the store (fingerprints and shingle ids), planned for its size.
     let stored = neardup(
@@ -466,8 +448,8 @@ fn eval_of_a_dedup_run_reads_merges_and_clusters_alike() {
             "--json",
         ],
     );
-    assert_eq!(stored.code, 0, "{}", stored.stderr);
-    let from_store: Value = serde_json::from_str(&stored.stdout).unwrap();
+    stored.assert_ok();
+    let from_store: Value = stored.json();
     assert_eq!(from_store["layout"]["records"], 54);
     let corpus = neardup(
         dir.path(),
@@ -480,7 +462,7 @@ fn eval_of_a_dedup_run_reads_merges_and_clusters_alike() {
             "--json",
         ],
     );
-    let from_corpus: Value = serde_json::from_str(&corpus.stdout).unwrap();
+    let from_corpus: Value = corpus.json();
     assert_eq!(
         from_store["grid"], from_corpus["grid"],
         "the store keeps what tuning needs"
@@ -500,13 +482,10 @@ fn eval_of_a_dedup_run_reads_merges_and_clusters_alike() {
         "explain --store db.sqlite --id art0 site0-a --json",
     );
     assert_eq!(far.code, 1, "{}", far.stderr);
-    let v: Value = serde_json::from_str(&far.stdout).unwrap();
+    let v: Value = far.json();
     assert_eq!(v["duplicate"], false);
     assert_eq!(v["same_cluster"], false);
-    let missing = neardup(
-        dir.path(),
-        &["explain", "--store", "db.sqlite", "--id", "art0", "nope"],
-    );
+    let missing = cmd(dir.path(), "explain --store db.sqlite --id art0 nope");
     assert_eq!(missing.code, 3);
     assert!(missing.stderr.contains("id \"nope\" is not in store"));
 }
@@ -524,31 +503,32 @@ fn corpus_text(id: &str) -> String {
 #[test]
 fn explain_shows_the_edit_and_the_decision() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("a.txt"), corpus_text("art2")).unwrap();
-    std::fs::write(dir.path().join("b.txt"), corpus_text("art2-typo")).unwrap();
-    std::fs::write(dir.path().join("c.txt"), corpus_text("site2-a")).unwrap();
-    let run = neardup(dir.path(), &["explain", "a.txt", "b.txt"]);
+    write(dir.path(), "a.txt", corpus_text("art2"));
+    write(dir.path(), "b.txt", corpus_text("art2-typo"));
+    write(dir.path(), "c.txt", corpus_text("site2-a"));
+    let run = cmd(dir.path(), "explain a.txt b.txt");
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
-    for want in [
-        "A            file a.txt: 150 words",
-        "fingerprint  A ",
-        "index        1000000 records at --max-distance 16",
-        "pigeonhole   17 bands for k = 16",
-        "only in A    4 shingles in 1 passage:",
-        "only in B    4 shingles in 1 passage:",
-        "boilerplate  none removed",
-        "decision     near-duplicate",
-    ] {
-        assert!(run.stdout.contains(want), "{want:?} in\n{}", run.stdout);
-    }
-    let not = neardup(dir.path(), &["explain", "a.txt", "c.txt"]);
+    assert_contains_all(
+        &run.stdout,
+        &[
+            "A            file a.txt: 150 words",
+            "fingerprint  A ",
+            "index        1000000 records at --max-distance 16",
+            "pigeonhole   17 bands for k = 16",
+            "only in A    4 shingles in 1 passage:",
+            "only in B    4 shingles in 1 passage:",
+            "boilerplate  none removed",
+            "decision     near-duplicate",
+        ],
+    );
+    let not = cmd(dir.path(), "explain a.txt c.txt");
     assert_eq!(not.code, 1, "{}", not.stderr);
     assert!(not
         .stdout
         .contains("decision     not a duplicate: distance"));
     let strict = cmd(dir.path(), "explain a.txt b.txt --min-jaccard 0.99 --json");
     assert_eq!(strict.code, 1);
-    let v: Value = serde_json::from_str(&strict.stdout).unwrap();
+    let v: Value = strict.json();
     assert_eq!(v["verdict"]["verdict"], "too_dissimilar");
     assert_eq!(v["shingles"]["only_a"]["count"], 4);
     assert!(!v["index"]["tables"].as_array().unwrap().is_empty());
@@ -569,7 +549,7 @@ fn explain_shows_the_edit_and_the_decision() {
         ],
     );
     short.assert_prints(1, "under --min-words 50");
-    let empty = neardup(dir.path(), &["explain", "...", "text"]);
+    let empty = cmd(dir.path(), "explain ... text");
     assert_eq!(empty.code, 3);
 }
 
@@ -594,14 +574,14 @@ fn explain_removes_a_hosts_learned_boilerplate() {
         corpus.push('\n');
         bodies.push(text);
     }
-    std::fs::write(dir.path().join("site.jsonl"), corpus).unwrap();
-    std::fs::write(dir.path().join("a.txt"), &bodies[0]).unwrap();
-    std::fs::write(dir.path().join("b.txt"), &bodies[1]).unwrap();
+    write(dir.path(), "site.jsonl", corpus);
+    write(dir.path(), "a.txt", &bodies[0]);
+    write(dir.path(), "b.txt", &bodies[1]);
     let run = cmd(
         dir.path(),
         "dedup --jsonl site.jsonl --boilerplate --store db.sqlite --out out --quiet",
     );
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    run.assert_ok();
     let run = cmd(
         dir.path(),
         "explain --store db.sqlite --host example.com a.txt b.txt",

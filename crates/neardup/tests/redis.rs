@@ -7,6 +7,8 @@
 mod corpus;
 #[path = "support/redis_server.rs"]
 mod redis_server;
+#[path = "support/shared_store.rs"]
+mod shared_store;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Barrier};
@@ -53,51 +55,45 @@ fn clusters<S: Store>(d: &Deduper<S>) -> BTreeMap<String, String> {
     out
 }
 
+/// Two tests of one scenario: `$server` runs `$scenario` on the shared server and
+/// `$cluster` on the shared cluster, each under a fresh key prefix `$tag` and with its own
+/// further arguments.
+macro_rules! on_server_and_cluster {
+    (
+        $scenario:ident($tag:literal),
+        $server:ident($($server_arg:expr),*),
+        $cluster:ident($($cluster_arg:expr),*) $(,)?
+    ) => {
+        #[test]
+        fn $server() {
+            $scenario(&shared_server().url(&unique_prefix($tag)) $(, $server_arg)*);
+        }
+
+        #[test]
+        fn $cluster() {
+            $scenario(&shared_cluster().url(&unique_prefix($tag)) $(, $cluster_arg)*);
+        }
+    };
+}
+
 fn two_processes_see_each_others_records(url: &str) {
-    let mut a = open(url);
-    let mut b = open(url);
     let text = doc(30, 250);
-    a.process(&[Record::new("from-a", text.clone())], now())
-        .unwrap();
-    let out = b
-        .process(&[Record::new("from-b", edit(&text, 0, 2))], now())
-        .unwrap();
-    assert!(
-        matches!(&out[0].decision, Decision::Merged { survivor, .. } if survivor == "from-a"),
-        "{:?}",
-        out[0].decision
-    );
-    let out = a
-        .process(&[Record::new("from-a-2", edit(&text, 5, 3))], now())
-        .unwrap();
-    assert!(matches!(&out[0].decision, Decision::Merged { survivor, .. } if survivor == "from-a"));
-    assert_eq!(
-        a.cluster_of("from-b").unwrap().members,
-        ["from-a", "from-a-2", "from-b"]
-    );
-    b.erase(&["from-a"]).unwrap();
-    a.process(&[], now()).unwrap();
-    assert!(!a.contains("from-a"));
-    assert_eq!(a.cluster_of("from-b").unwrap().survivor, "from-a-2");
-    let c = open(url);
-    assert_eq!(
-        c.cluster_of("from-b").unwrap().members,
-        ["from-a-2", "from-b"]
+    let c = shared_store::two_processes_see_each_others_records(
+        || open(url),
+        now(),
+        &text,
+        [&edit(&text, 0, 2), &edit(&text, 5, 3)],
     );
     let log = merges(&c);
     assert_eq!(log.len(), 2, "{log:?}");
     assert!(log.iter().all(|m| m.kept == "<erased>"), "{log:?}");
 }
 
-#[test]
-fn two_processes_on_one_redis_see_each_others_records() {
-    two_processes_see_each_others_records(&shared_server().url(&unique_prefix("two")));
-}
-
-#[test]
-fn two_processes_on_one_redis_cluster_see_each_others_records() {
-    two_processes_see_each_others_records(&shared_cluster().url(&unique_prefix("two")));
-}
+on_server_and_cluster!(
+    two_processes_see_each_others_records("two"),
+    two_processes_on_one_redis_see_each_others_records(),
+    two_processes_on_one_redis_cluster_see_each_others_records(),
+);
 
 /// Workers insert near duplicates of the same texts at the same time, each its own
 /// variants in its own order, in small batches.
@@ -148,15 +144,11 @@ fn racing_workers(url: &str) {
     assert_eq!(log.len(), (WORKERS - 1) * GROUPS as usize);
 }
 
-#[test]
-fn racing_workers_on_one_redis_keep_one_survivor_per_group() {
-    racing_workers(&shared_server().url(&unique_prefix("race")));
-}
-
-#[test]
-fn racing_workers_on_a_redis_cluster_keep_one_survivor_per_group() {
-    racing_workers(&shared_cluster().url(&unique_prefix("race")));
-}
+on_server_and_cluster!(
+    racing_workers("race"),
+    racing_workers_on_one_redis_keep_one_survivor_per_group(),
+    racing_workers_on_a_redis_cluster_keep_one_survivor_per_group(),
+);
 
 #[test]
 fn a_commit_under_an_expired_lock_is_refused() {
@@ -386,13 +378,9 @@ fn round_trips_per_batch(url: &str, per_batch: u64) {
     assert_eq!(d.store().stats().shingle_reads, 0);
 }
 
-#[test]
-fn a_batch_costs_two_round_trips_on_one_server() {
-    round_trips_per_batch(&shared_server().url(&unique_prefix("rt")), 2);
-}
-
-#[test]
-fn a_batch_costs_four_round_trips_on_a_cluster() {
+on_server_and_cluster!(
+    round_trips_per_batch("rt"),
+    a_batch_costs_two_round_trips_on_one_server(2),
     // Lock, shingle blobs and band sets (one pipeline, fanned out per node), commit, unlock.
-    round_trips_per_batch(&shared_cluster().url(&unique_prefix("rt")), 4);
-}
+    a_batch_costs_four_round_trips_on_a_cluster(4),
+);

@@ -6,7 +6,7 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 
 use serde_json::Value;
 
@@ -23,6 +23,18 @@ impl Run {
     pub fn assert_fails(&self, code: i32, needle: &str) {
         assert_eq!(self.code, code, "{}", self.stderr);
         assert!(self.stderr.contains(needle), "{}", self.stderr);
+    }
+
+    /// Asserts that the run exited 0, showing its stderr when it did not.
+    #[track_caller]
+    pub fn assert_ok(&self) {
+        assert_eq!(self.code, 0, "{}", self.stderr);
+    }
+
+    /// What the run printed on stdout, parsed as one JSON value.
+    #[track_caller]
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).expect("JSON on stdout")
     }
 
     /// Asserts that the run exited with `code` and printed `needle` on stdout.
@@ -46,6 +58,18 @@ pub fn neardup(dir: &Path, args: &[&str]) -> Run {
 /// Runs the binary in `dir` with `args`, `stdin` written to its standard input.
 pub fn neardup_stdin(dir: &Path, args: &[&str], stdin: &[u8]) -> Run {
     spawn(dir, args, Some(stdin), &[])
+}
+
+/// Starts the binary in `dir` with `args` and leaves it running, its stdout and stderr
+/// going where given.
+pub fn start(dir: &Path, args: &[&str], stdout: Stdio, stderr: Stdio) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(args)
+        .current_dir(dir)
+        .stdout(stdout)
+        .stderr(stderr)
+        .spawn()
+        .expect("the binary runs")
 }
 
 fn spawn(dir: &Path, args: &[&str], stdin: Option<&[u8]>, env: &[(&str, &str)]) -> Run {
@@ -87,6 +111,13 @@ pub fn data(rel: &str) -> PathBuf {
         .join(rel)
 }
 
+/// Writes `contents` to the file `name` in `dir`.
+#[track_caller]
+pub fn write(dir: &Path, name: &str, contents: impl AsRef<[u8]>) {
+    let path = dir.join(name);
+    std::fs::write(&path, contents).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+}
+
 /// A JSON Lines file, one value a line.
 pub fn lines(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
@@ -116,4 +147,12 @@ pub fn cmd(dir: &Path, line: &str) -> Run {
 #[track_caller]
 pub fn assert_contains(text: &str, needle: &str) {
     assert!(text.contains(needle), "{text}");
+}
+
+/// Asserts that `text` contains every one of `needles`, naming the one missing.
+#[track_caller]
+pub fn assert_contains_all(text: &str, needles: &[&str]) {
+    for needle in needles {
+        assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
+    }
 }

@@ -31,6 +31,19 @@ fn random_doc(seed: u64, words: usize, vocab: u64) -> String {
         .join(" ")
 }
 
+/// One to three `(seed, words)` pairs, each a document of up to 300 words.
+fn doc_seeds() -> impl Strategy<Value = Vec<(u64, usize)>> {
+    proptest::collection::vec((any::<u64>(), 1usize..300), 1..4)
+}
+
+/// A [`random_doc`] over `vocab` words for each `(seed, words)` pair.
+fn random_docs(seeds: &[(u64, usize)], vocab: u64) -> Vec<String> {
+    seeds
+        .iter()
+        .map(|&(seed, words)| random_doc(seed, words, vocab))
+        .collect()
+}
+
 // Seed 000's tests.
 
 #[test]
@@ -387,7 +400,7 @@ proptest! {
 
     #[test]
     fn prop_pipeline_analysis_is_analyze_with_ids(
-        seeds in proptest::collection::vec((any::<u64>(), 1usize..300), 1..4),
+        seeds in doc_seeds(),
         vocabulary in 5u64..400,
         drop_every in 0usize..6,
     ) {
@@ -395,10 +408,7 @@ proptest! {
         // one after another with one scratch: the pipeline's path must answer what
         // `analyze` and `shingle_ids` answer, set, fingerprint and counts alike.
         let h = hasher();
-        let docs: Vec<String> = seeds
-            .iter()
-            .map(|&(seed, words)| random_doc(seed, words, vocabulary))
-            .collect();
+        let docs = random_docs(&seeds, vocabulary);
         let fields: Vec<Field<'_>> = docs.iter().map(|d| Field::weighted(d, 1)).collect();
         let all = h.analyze(&fields, None, &mut Scratch::default());
         let boilerplate = match (&all, drop_every) {
@@ -425,14 +435,10 @@ proptest! {
             }
         }
     }
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(48))]
 
     #[test]
     fn prop_a_finished_pre_analysis_is_the_analysis(
-        seeds in proptest::collection::vec((any::<u64>(), 1usize..300), 1..4),
+        seeds in doc_seeds(),
         vocabulary in 3u64..400,
         drop_every in 0usize..6,
         languages in any::<bool>(),
@@ -440,10 +446,7 @@ proptest! {
         // Repetitive texts (small vocabularies repeat shingles), boilerplate taking a share
         // of their shingles, all of them (every other pass) or none; one scratch throughout.
         let h = SimHasher::builder().detect_language(languages).build().unwrap();
-        let docs: Vec<String> = seeds
-            .iter()
-            .map(|&(seed, words)| random_doc(seed, words, vocabulary))
-            .collect();
+        let docs = random_docs(&seeds, vocabulary);
         let fields: Vec<Field<'_>> = docs.iter().map(|d| Field::weighted(d, 1)).collect();
         let all = h.analyze(&fields, None, &mut Scratch::default()).unwrap();
         let boilerplate = [

@@ -6,6 +6,8 @@ use crate::text::shingle::fmix64;
 
 #[path = "../../tests/support/corpus.rs"]
 mod corpus;
+#[path = "../../tests/support/shared_store.rs"]
+mod shared_store;
 pub(super) use corpus::doc;
 
 /// `text` with `n` words replaced (spread out), a typical light edit.
@@ -52,6 +54,15 @@ fn sqlite_with(rule: Rule, path: &std::path::Path) -> Deduper<SqliteStore> {
         .unwrap()
 }
 
+/// Asserts that `builder` refuses the SQLite store at `path` as made under another
+/// configuration; returns the error.
+#[track_caller]
+fn assert_refused_as_mismatch(builder: DeduperBuilder, path: &std::path::Path) -> Error {
+    let err = builder.open(SqliteStore::open(path).unwrap()).unwrap_err();
+    assert!(matches!(err, Error::ConfigMismatch { .. }), "{err}");
+    err
+}
+
 /// A temporary folder (removed when dropped) and the path of a store `name` in it.
 fn temp_db(name: &str) -> (tempfile::TempDir, std::path::PathBuf) {
     let tmp = tempfile::tempdir().expect("temp dir");
@@ -71,6 +82,27 @@ fn assert_kept_short(decision: &Decision) {
     ));
 }
 
+/// Asserts that a record was kept, for whatever reason.
+#[track_caller]
+fn assert_kept(decision: &Decision) {
+    assert!(matches!(decision, Decision::Kept { .. }), "{decision:?}");
+}
+
+/// Asserts that a record was merged, into whichever survivor.
+#[track_caller]
+fn assert_merged(decision: &Decision) {
+    assert!(matches!(decision, Decision::Merged { .. }), "{decision:?}");
+}
+
+/// Asserts that a record was merged into `survivor`.
+#[track_caller]
+fn assert_merged_into(decision: &Decision, survivor: &str) {
+    assert!(
+        matches!(decision, Decision::Merged { survivor: s, .. } if s == survivor),
+        "{decision:?}"
+    );
+}
+
 /// The survivor, rule and scores of a merge; panics, naming `what`, on any other decision.
 #[track_caller]
 fn merged<'a>(
@@ -86,6 +118,12 @@ fn merged<'a>(
         } => (survivor, *rule, scores),
         other => panic!("{what}{other:?}"),
     }
+}
+
+/// The exact Jaccard of two texts' shingle sets under the default hasher.
+fn text_jaccard(x: &str, y: &str) -> f64 {
+    let h = SimHasher::builder().build().unwrap();
+    crate::verify::jaccard(&h.shingle_set(x), &h.shingle_set(y))
 }
 
 /// The rule these tests were written for: the defaults before the multi-corpus
@@ -337,11 +375,7 @@ fn failed_verification_is_logged_with_scores() {
             t(NOW),
         )
         .unwrap();
-    assert!(
-        matches!(out[1].decision, Decision::Kept { .. }),
-        "{:?}",
-        out[1].decision
-    );
+    assert_kept(&out[1].decision);
     assert!(d.store().rejection_count() >= 1);
 }
 
@@ -428,11 +462,7 @@ fn learned_boilerplate_is_excluded() {
     // Without boilerplate exclusion the shared template makes them near-duplicates.
     let mut plain = with_rule(rule);
     let out = plain.process(&pages, t(NOW)).unwrap();
-    assert!(
-        matches!(out[1].decision, Decision::Merged { .. }),
-        "{:?}",
-        out[1].decision
-    );
+    assert_merged(&out[1].decision);
     // Learn the host's furniture from 30 of its pages, then the two pages are distinct.
     let mut d = with_rule(rule);
     let h = d.hasher().clone();
@@ -460,11 +490,7 @@ fn learned_boilerplate_is_excluded() {
         d.query(&pages[1]).unwrap()
     );
     let out = d.process_prepared(&pages, early, t(NOW)).unwrap();
-    assert!(
-        matches!(out[1].decision, Decision::Kept { .. }),
-        "{:?}",
-        out[1].decision
-    );
+    assert_kept(&out[1].decision);
 }
 
 #[test]
@@ -484,21 +510,13 @@ fn sqlite_store_persists_clusters_and_refuses_another_profile() {
         let out = d
             .process(&[Record::new("a2", edit(&a, 2))], t(NOW))
             .unwrap();
-        assert!(
-            matches!(&out[0].decision, Decision::Merged { survivor, .. } if survivor == "a"),
-            "{:?}",
-            out[0].decision
-        );
+        assert_merged_into(&out[0].decision, "a");
     }
     let d = sqlite(&path);
     assert_eq!(d.cluster_of("a2").unwrap().members, ["a", "a2"]);
     let other = SimHasher::builder().shingle_width(3).build().unwrap();
-    let err = Deduper::builder()
-        .rule(guarded_rule())
-        .hasher(other)
-        .open(SqliteStore::open(&path).unwrap())
-        .unwrap_err();
-    assert!(matches!(err, Error::ConfigMismatch { .. }), "{err}");
+    let err =
+        assert_refused_as_mismatch(Deduper::builder().rule(guarded_rule()).hasher(other), &path);
     assert!(
         err.to_string().contains("neardup/4/xxh3/w4/b64/tf"),
         "{err}"
@@ -535,11 +553,7 @@ fn sliding_window_evicts_old_records_from_the_index_only() {
             t(NOW),
         )
         .unwrap();
-    assert!(
-        matches!(out[0].decision, Decision::Kept { .. }),
-        "{:?}",
-        out[0].decision
-    );
+    assert_kept(&out[0].decision);
     assert!(d.contains("old"));
     // Records stored after the first eviction are evicted when they fall out in turn, an
     // erased one is skipped, and nothing is evicted twice.
@@ -610,50 +624,21 @@ fn short_text_char_ngrams_merge_light_edits_of_short_records() {
         short_text: ShortText::ExactOnly,
         ..guarded_rule()
     };
-    let err = Deduper::builder()
-        .rule(guarded_rule())
-        .rule(exact_only)
-        .open(SqliteStore::open(&path).unwrap())
-        .unwrap_err();
-    assert!(matches!(err, Error::ConfigMismatch { .. }), "{err}");
+    assert_refused_as_mismatch(
+        Deduper::builder().rule(guarded_rule()).rule(exact_only),
+        &path,
+    );
 }
 
 #[test]
 fn two_processes_on_one_sqlite_store_see_each_others_records() {
     let (_tmp, path) = temp_db("shared.db");
-    let mut a = sqlite(&path);
-    let mut b = sqlite(&path);
     let text = doc(30, 250);
-    a.process(&[Record::new("from-a", text.clone())], t(NOW))
-        .unwrap();
-    // B opened before A's insert; its next cycle applies A's change first.
-    let out = b
-        .process(&[Record::new("from-b", edit(&text, 2))], t(NOW))
-        .unwrap();
-    assert!(
-        matches!(&out[0].decision, Decision::Merged { survivor, .. } if survivor == "from-a"),
-        "{:?}",
-        out[0].decision
-    );
-    // And A sees B's record and cluster in turn (distinct handles, one cluster).
-    let out = a
-        .process(&[Record::new("from-a-2", edit(&text, 3))], t(NOW))
-        .unwrap();
-    assert!(matches!(&out[0].decision, Decision::Merged { survivor, .. } if survivor == "from-a"));
-    assert_eq!(
-        a.cluster_of("from-b").unwrap().members,
-        ["from-a", "from-a-2", "from-b"]
-    );
-    // An erasure by one process reaches the other.
-    b.erase(&["from-a"]).unwrap();
-    a.process(&[], t(NOW)).unwrap();
-    assert!(!a.contains("from-a"));
-    assert_eq!(a.cluster_of("from-b").unwrap().survivor, "from-a-2");
-    // A fresh open agrees with both.
-    let c = sqlite(&path);
-    assert_eq!(
-        c.cluster_of("from-b").unwrap().members,
-        ["from-a-2", "from-b"]
+    shared_store::two_processes_see_each_others_records(
+        || sqlite(&path),
+        t(NOW),
+        &text,
+        [&edit(&text, 2), &edit(&text, 3)],
     );
 }
 
@@ -813,8 +798,7 @@ fn a_record_joins_a_cluster_only_if_it_verifies_against_every_member() {
     // would put all three in one cluster.
     let a = doc(7, 400);
     let (b, c) = (edit(&a, 8), edit(&a, 16));
-    let h = SimHasher::builder().build().unwrap();
-    let j = |x: &str, y: &str| crate::verify::jaccard(&h.shingle_set(x), &h.shingle_set(y));
+    let j = text_jaccard;
     let (ab, bc, ac) = (j(&a, &b), j(&b, &c), j(&a, &c));
     assert!(ab >= 0.8 && bc >= 0.8, "{ab} {bc}");
     assert!((0.7..0.75).contains(&ac), "{ac}");
@@ -873,8 +857,7 @@ fn a_record_joins_a_cluster_it_verifies_against_a_quorum_of() {
         lane_edit(&a, 3, 6),
     );
     let x = lane_edit(&a, 0, 6);
-    let h = SimHasher::builder().build().unwrap();
-    let j = |s: &str, t: &str| crate::verify::jaccard(&h.shingle_set(s), &h.shingle_set(t));
+    let j = text_jaccard;
     for m in [&a, &m1, &m2] {
         assert!(j(&x, m) >= 0.8, "{}", j(&x, m));
     }
@@ -932,8 +915,7 @@ fn clusters_fuse_when_a_quorum_of_their_pairs_verifies() {
     let a = doc(9107, 400);
     let q = lane_edit(&a, 3, 12);
     let ms: Vec<String> = (3..=5).map(|n| lane_edit(&a, 3, n)).collect();
-    let h = SimHasher::builder().build().unwrap();
-    let j = |s: &str, t: &str| crate::verify::jaccard(&h.shingle_set(s), &h.shingle_set(t));
+    let j = text_jaccard;
     assert!((0.75..0.8).contains(&j(&a, &q)), "{}", j(&a, &q));
     for m in &ms {
         assert!(j(m, &q) >= 0.8 && j(m, &a) >= 0.8);
@@ -1471,11 +1453,7 @@ fn committing_behind_decides_as_committing_at_once_and_confirms_each_batch_by_th
     let again = reopened
         .process(&[Record::new("late", edit(&doc(503, 210), 2))], t(NOW))
         .unwrap();
-    assert!(
-        matches!(&again[0].decision, Decision::Merged { .. }),
-        "{:?}",
-        again[0].decision
-    );
+    assert_merged(&again[0].decision);
 }
 
 #[test]
@@ -1501,11 +1479,7 @@ fn a_batch_committed_behind_another_processs_write_is_refused_and_decided_again_
         .process_prepared_behind(&second, prepared, t(NOW))
         .unwrap();
     // Decided on a stale view: `a` did not know `from-b`.
-    assert!(
-        matches!(out[0].decision, Decision::Kept { .. }),
-        "{:?}",
-        out[0].decision
-    );
+    assert_kept(&out[0].decision);
     let err = a.wait_committed().unwrap_err();
     assert!(matches!(err, Error::Conflict), "{err}");
     assert!(matches!(
@@ -1566,8 +1540,7 @@ fn a_record_that_bridges_two_clusters_fuses_them_where_every_pair_still_links() 
     // a candidate.)
     let base = doc(4307, 400);
     let (a, b, x) = (base.clone(), edit(&base, 12), edit(&base, 6));
-    let h = SimHasher::builder().build().unwrap();
-    let j = |s: &str, t: &str| crate::verify::jaccard(&h.shingle_set(s), &h.shingle_set(t));
+    let j = text_jaccard;
     assert!((0.77..0.8).contains(&j(&a, &b)), "{}", j(&a, &b));
     assert!(j(&a, &x) >= 0.8 && j(&x, &b) >= 0.8);
     let (b2, x2) = (edit(&base, 14), edit(&base, 7));
@@ -1597,11 +1570,7 @@ fn a_record_that_bridges_two_clusters_fuses_them_where_every_pair_still_links() 
     ));
     // Whichever of the two x joined, it ends in the cluster of the older survivor, and its
     // outcome carries both entries: its own merge and the fused cluster's.
-    assert!(
-        matches!(&out[2].decision, Decision::Merged { survivor, .. } if survivor == "a"),
-        "{:?}",
-        out[2].decision
-    );
+    assert_merged_into(&out[2].decision, "a");
     let entries: Vec<(&str, &str)> = out[2]
         .merges
         .iter()
@@ -1656,11 +1625,7 @@ fn a_fused_cluster_is_what_the_store_holds_after_reopening() {
         )
         .unwrap();
     assert_eq!(d.cluster_of("a-new").unwrap().survivor, "z-old", "{out:?}");
-    assert!(
-        matches!(&out[1].decision, Decision::Merged { survivor, .. } if survivor == "z-old"),
-        "{:?}",
-        out[1].decision
-    );
+    assert_merged_into(&out[1].decision, "z-old");
     drop(d);
     let d = sqlite_with(rule, &path);
     let c = d.cluster_of("m-bridge").unwrap();
@@ -1790,8 +1755,7 @@ fn single_linkage_joins_a_chain_that_guarded_linkage_keeps_apart() {
     // a ~ x and x ~ b verify, a and b (J under 0.77) do not.
     let base = doc(4307, 400);
     let (a, b, x) = (base.clone(), edit(&base, 14), edit(&base, 5));
-    let h = SimHasher::builder().build().unwrap();
-    let j = |s: &str, t: &str| crate::verify::jaccard(&h.shingle_set(s), &h.shingle_set(t));
+    let j = text_jaccard;
     assert!(j(&a, &b) < 0.8 && j(&a, &x) > j(&x, &b) && j(&x, &b) >= 0.8);
     let records = [
         Record::new("a", a),

@@ -58,6 +58,31 @@ fn merges(store: &dyn Store) -> Vec<MergeLogEntry> {
     v
 }
 
+/// A batch of `records` and nothing else.
+fn batch_of(records: Vec<NewRecord>) -> Batch {
+    Batch {
+        records,
+        ..Batch::default()
+    }
+}
+
+/// Commits a batch of `records` and nothing else.
+fn commit_records(store: &mut dyn Store, records: Vec<NewRecord>) {
+    store.commit(&batch_of(records)).unwrap();
+}
+
+/// Host "h" with its boilerplate learned from `pages` pages.
+fn host_h(pages: u64, shingles: Vec<u64>) -> Vec<(String, HostBoilerplate)> {
+    vec![("h".to_owned(), HostBoilerplate { pages, shingles })]
+}
+
+/// A temporary folder (removed when dropped) and the path of a store `name` in it.
+fn temp_db(name: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let path = tmp.path().join(name);
+    (tmp, path)
+}
+
 fn commit_then_load_round_trips(store: &mut dyn Store) {
     assert_eq!(store.profile().unwrap(), None);
     store.set_profile("neardup/2/xxh3/w4/b64/tf").unwrap();
@@ -91,48 +116,22 @@ fn commit_then_load_round_trips(store: &mut dyn Store) {
 }
 
 fn survivor_updates_and_boilerplate_upserts(store: &mut dyn Store) {
-    store
-        .commit(&Batch {
-            records: vec![record(1, "a", 1), record(2, "b", 1)],
-            ..Batch::default()
-        })
-        .unwrap();
+    commit_records(store, vec![record(1, "a", 1), record(2, "b", 1)]);
     store
         .commit(&Batch {
             survivor_updates: vec![(1, 2), (2, 2)],
-            boilerplate: vec![(
-                "h".into(),
-                HostBoilerplate {
-                    pages: 20,
-                    shingles: vec![3, 4],
-                },
-            )],
+            boilerplate: host_h(20, vec![3, 4]),
             ..Batch::default()
         })
         .unwrap();
     assert!(loaded(store).iter().all(|r| r.survivor == 2));
     store
         .commit(&Batch {
-            boilerplate: vec![(
-                "h".into(),
-                HostBoilerplate {
-                    pages: 40,
-                    shingles: vec![4, 5],
-                },
-            )],
+            boilerplate: host_h(40, vec![4, 5]),
             ..Batch::default()
         })
         .unwrap();
-    assert_eq!(
-        store.boilerplate().unwrap(),
-        vec![(
-            "h".to_owned(),
-            HostBoilerplate {
-                pages: 40,
-                shingles: vec![4, 5]
-            }
-        )]
-    );
+    assert_eq!(store.boilerplate().unwrap(), host_h(40, vec![4, 5]));
 }
 
 fn erase_removes_record_shingles_and_its_merge_rows(store: &mut dyn Store) {
@@ -223,10 +222,7 @@ fn batches_committed_behind_are_stored_once_waited_for(store: &mut dyn Store) {
     store.load(&mut |_| {}).unwrap();
     store.wait_behind().unwrap(); // nothing handed over yet
     store
-        .commit_behind(Batch {
-            records: vec![record(1, "a", 1)],
-            ..Batch::default()
-        })
+        .commit_behind(batch_of(vec![record(1, "a", 1)]))
         .unwrap();
     // The second hand-over waits for the first batch.
     store
@@ -244,10 +240,7 @@ fn batches_committed_behind_are_stored_once_waited_for(store: &mut dyn Store) {
     assert_eq!(store.shingles(2).unwrap(), Some(vec![1, 5, 9, 102]));
     // A batch handed over, then an ordinary commit: both land, in order.
     store
-        .commit_behind(Batch {
-            records: vec![record(3, "c", 3)],
-            ..Batch::default()
-        })
+        .commit_behind(batch_of(vec![record(3, "c", 3)]))
         .unwrap();
     store
         .commit(&Batch {
@@ -271,11 +264,7 @@ fn a_batch_committed_behind_another_processs_commit_is_refused(
     a.load(&mut |_| {}).unwrap();
     b.load(&mut |_| {}).unwrap();
     b.lock().unwrap();
-    b.commit(&Batch {
-        records: vec![record(1, "from-b", 1)],
-        ..Batch::default()
-    })
-    .unwrap();
+    commit_records(b, vec![record(1, "from-b", 1)]);
     b.unlock().unwrap();
     let stale = Batch {
         records: vec![record(2, "from-a", 2)],
@@ -305,8 +294,7 @@ fn a_batch_committed_behind_another_processs_commit_is_refused(
 #[test]
 fn sqlite_a_batch_committed_behind_another_processs_commit_is_refused() {
     for bulk in [false, true] {
-        let tmp = tempfile::tempdir().expect("temp dir");
-        let path = tmp.path().join("s.db");
+        let (_tmp, path) = temp_db("s.db");
         let open = if bulk {
             crate::store::SqliteStore::open_bulk
         } else {
@@ -328,6 +316,20 @@ fn redis_a_batch_committed_behind_another_processs_commit_is_refused() {
     a_batch_committed_behind_another_processs_commit_is_refused(&mut a, &mut b);
 }
 
+/// A Redis store on the shared server, under a fresh key prefix named after `test`.
+#[cfg(feature = "redis")]
+fn redis_on_server(test: &str) -> crate::store::RedisStore {
+    use crate::store::redis::test_server::{shared_server, unique_prefix};
+    crate::store::RedisStore::open(&shared_server().url(&unique_prefix(test))).unwrap()
+}
+
+/// A Redis store on the shared cluster, under a fresh key prefix named after `test`.
+#[cfg(feature = "redis")]
+fn redis_on_cluster(test: &str) -> crate::store::RedisStore {
+    use crate::store::redis::test_server::{shared_cluster, unique_prefix};
+    crate::store::RedisStore::open(&shared_cluster().url(&unique_prefix(test))).unwrap()
+}
+
 macro_rules! conformance {
     ($($name:ident),*) => {
         mod memory {
@@ -335,16 +337,13 @@ macro_rules! conformance {
         }
         mod sqlite {
             $(#[test] fn $name() {
-                let tmp = tempfile::tempdir().expect("temp dir");
-                let dir = tmp.path();
-                let path = dir.join("s.db");
+                let (_tmp, path) = super::temp_db("s.db");
                 super::$name(&mut crate::store::SqliteStore::open(&path).unwrap());
             })*
         }
         mod sqlite_bulk {
             $(#[test] fn $name() {
-                let tmp = tempfile::tempdir().expect("temp dir");
-                let path = tmp.path().join("s.db");
+                let (_tmp, path) = super::temp_db("s.db");
                 let mut store = crate::store::SqliteStore::open_bulk(&path).unwrap();
                 assert!(store.is_bulk());
                 super::$name(&mut store);
@@ -352,19 +351,11 @@ macro_rules! conformance {
         }
         #[cfg(feature = "redis")]
         mod redis {
-            use crate::store::redis::test_server::{shared_server, unique_prefix};
-            $(#[test] fn $name() {
-                let url = shared_server().url(&unique_prefix(stringify!($name)));
-                super::$name(&mut crate::store::RedisStore::open(&url).unwrap());
-            })*
+            $(#[test] fn $name() { super::$name(&mut super::redis_on_server(stringify!($name))); })*
         }
         #[cfg(feature = "redis")]
         mod redis_cluster {
-            use crate::store::redis::test_server::{shared_cluster, unique_prefix};
-            $(#[test] fn $name() {
-                let url = shared_cluster().url(&unique_prefix(stringify!($name)));
-                super::$name(&mut crate::store::RedisStore::open(&url).unwrap());
-            })*
+            $(#[test] fn $name() { super::$name(&mut super::redis_on_cluster(stringify!($name))); })*
         }
     };
 }
@@ -379,9 +370,7 @@ conformance!(
 
 #[test]
 fn sqlite_refuses_a_file_that_is_not_a_store() {
-    let tmp = tempfile::tempdir().expect("temp dir");
-    let dir = tmp.path();
-    let path = dir.join("not.db");
+    let (_tmp, path) = temp_db("not.db");
     std::fs::write(
         &path,
         "this is not a database, just some text that is long enough",
@@ -396,16 +385,11 @@ fn sqlite_closes_with_everything_in_the_database_file() {
     // Verification reads go through read-only connections; closing must still checkpoint
     // the WAL into the .db file, so the file alone (copied, or with the -wal lost) holds
     // every committed record.
-    let tmp = tempfile::tempdir().expect("temp dir");
-    let path = tmp.path().join("s.db");
+    let (tmp, path) = temp_db("s.db");
     {
         let mut s = crate::store::SqliteStore::open(&path).unwrap();
         for h in 1..=40u64 {
-            let batch = Batch {
-                records: vec![record(h, &format!("r{h}"), h)],
-                ..Batch::default()
-            };
-            s.commit(&batch).unwrap();
+            commit_records(&mut s, vec![record(h, &format!("r{h}"), h)]);
             assert_eq!(s.shingles(h).unwrap(), Some(vec![1, 5, 9, h as u32 + 100]));
             assert_eq!(s.shingles_many(&[h, 1]).unwrap().len(), 2);
         }
@@ -434,18 +418,13 @@ fn journal_mode(path: &std::path::Path) -> String {
 
 #[test]
 fn sqlite_bulk_commits_reach_the_file_and_the_store_is_left_in_wal_mode() {
-    let tmp = tempfile::tempdir().expect("temp dir");
-    let path = tmp.path().join("s.db");
+    let (tmp, path) = temp_db("s.db");
     let mut s = crate::store::SqliteStore::open_bulk(&path).unwrap();
     assert!(s.is_bulk());
     for h in 1..=30u64 {
         let mut r = record(h, &format!("r{h}"), h);
         r.shingles = (0..2000).map(|i| i * 7 + h as u32).collect();
-        s.commit(&Batch {
-            records: vec![r],
-            ..Batch::default()
-        })
-        .unwrap();
+        commit_records(&mut s, vec![r]);
     }
     // Committed means in the database file, with no WAL to replay: a copy of the file
     // alone, taken while the store is open, holds every record.
@@ -471,11 +450,7 @@ fn sqlite_stores_a_batch_run_creates_have_large_pages_and_others_keep_theirs() {
     let mut s = crate::store::SqliteStore::open_bulk(&bulk).unwrap();
     let mut r = record(1, "a", 1);
     r.shingles = (0..3000).map(|i| i * 11).collect();
-    s.commit(&Batch {
-        records: vec![r],
-        ..Batch::default()
-    })
-    .unwrap();
+    commit_records(&mut s, vec![r]);
     drop(s);
     assert_eq!(pragma::<i64>(&bulk, "page_size"), 16384);
     // A set of 3,000 ids (12 KB) sits in its leaf: no overflow page.
@@ -505,26 +480,15 @@ fn sqlite_stores_a_batch_run_creates_have_large_pages_and_others_keep_theirs() {
 
 #[test]
 fn sqlite_bulk_stays_in_wal_mode_while_another_connection_has_the_store() {
-    let tmp = tempfile::tempdir().expect("temp dir");
-    let path = tmp.path().join("s.db");
+    let (_tmp, path) = temp_db("s.db");
     let mut first = crate::store::SqliteStore::open(&path).unwrap();
-    first
-        .commit(&Batch {
-            records: vec![record(1, "a", 1)],
-            ..Batch::default()
-        })
-        .unwrap();
+    commit_records(&mut first, vec![record(1, "a", 1)]);
     let started = std::time::Instant::now();
     let mut second = crate::store::SqliteStore::open_bulk(&path).unwrap();
     assert!(!second.is_bulk());
     assert!(started.elapsed() < std::time::Duration::from_secs(5));
     assert_eq!(journal_mode(&path), "wal");
-    second
-        .commit(&Batch {
-            records: vec![record(2, "b", 2)],
-            ..Batch::default()
-        })
-        .unwrap();
+    commit_records(&mut second, vec![record(2, "b", 2)]);
     let mut seen = Vec::new();
     first
         .sync(&mut |b| seen.extend(b.records.iter().map(|r| r.record.id.clone())))
@@ -537,17 +501,12 @@ fn sqlite_bulk_stays_in_wal_mode_while_another_connection_has_the_store() {
 fn sqlite_checkpoints_small_commits_early() {
     // Commits checkpoint the WAL every CHECKPOINT_PAGES pages, not SQLite's default 1,000:
     // 50 small commits (~8 pages each) must reach the database file while the store is open.
-    let tmp = tempfile::tempdir().expect("temp dir");
-    let path = tmp.path().join("s.db");
+    let (tmp, path) = temp_db("s.db");
     let mut s = crate::store::SqliteStore::open(&path).unwrap();
     for h in 1..=50u64 {
         let mut r = record(h, &format!("r{h}"), h);
         r.shingles = (0..2000).map(|i| i * 7 + h as u32).collect(); // 8 KB: 2+ pages
-        let batch = Batch {
-            records: vec![r],
-            ..Batch::default()
-        };
-        s.commit(&batch).unwrap();
+        commit_records(&mut s, vec![r]);
     }
     let copy = tmp.path().join("copy.db");
     std::fs::copy(&path, &copy).unwrap();
@@ -564,8 +523,7 @@ fn sqlite_checkpoints_small_commits_early() {
 
 #[test]
 fn sqlite_change_log_names_new_records_by_handle_and_reads_older_full_entries() {
-    let tmp = tempfile::tempdir().expect("temp dir");
-    let path = tmp.path().join("s.db");
+    let (_tmp, path) = temp_db("s.db");
     let mut writer = crate::store::SqliteStore::open(&path).unwrap();
     let mut reader = crate::store::SqliteStore::open(&path).unwrap();
     assert!(loaded(&reader).is_empty());
@@ -586,10 +544,7 @@ fn sqlite_change_log_names_new_records_by_handle_and_reads_older_full_entries() 
     let conn = rusqlite::Connection::open(&path).unwrap();
     let mut old = record(3, "r3", 3);
     old.shingles = Default::default();
-    let full = Batch {
-        records: vec![old.clone()],
-        ..Batch::default()
-    };
+    let full = batch_of(vec![old.clone()]);
     conn.execute(
         "INSERT INTO changes (batch) VALUES (?1)",
         [serde_json::to_string(&full).unwrap()],
@@ -620,8 +575,7 @@ fn sqlite_change_log_names_new_records_by_handle_and_reads_older_full_entries() 
 
 #[test]
 fn sqlite_drops_the_record_indexes_no_query_uses() {
-    let tmp = tempfile::tempdir().expect("temp dir");
-    let path = tmp.path().join("s.db");
+    let (_tmp, path) = temp_db("s.db");
     let indexes = |path: &std::path::Path| -> Vec<String> {
         let conn = rusqlite::Connection::open(path).unwrap();
         let mut stmt = conn
@@ -637,11 +591,7 @@ fn sqlite_drops_the_record_indexes_no_query_uses() {
     // A store as earlier releases made it, with the two indexes.
     {
         let mut s = crate::store::SqliteStore::open(&path).unwrap();
-        s.commit(&Batch {
-            records: vec![record(1, "r1", 1)],
-            ..Batch::default()
-        })
-        .unwrap();
+        commit_records(&mut s, vec![record(1, "r1", 1)]);
     }
     rusqlite::Connection::open(&path)
         .unwrap()
@@ -659,15 +609,10 @@ fn sqlite_drops_the_record_indexes_no_query_uses() {
 
 #[test]
 fn sqlite_another_process_opening_a_bulk_store_switches_it_back_to_wal_and_both_go_on() {
-    let tmp = tempfile::tempdir().expect("temp dir");
-    let path = tmp.path().join("s.db");
+    let (_tmp, path) = temp_db("s.db");
     let mut bulk = crate::store::SqliteStore::open_bulk(&path).unwrap();
     assert!(bulk.is_bulk());
-    bulk.commit(&Batch {
-        records: vec![record(1, "a", 1)],
-        ..Batch::default()
-    })
-    .unwrap();
+    commit_records(&mut bulk, vec![record(1, "a", 1)]);
     // A `neardup query` or `serve` opening the store while the batch run holds it, in the
     // middle of a commit: it waits for the commit instead of failing.
     bulk.lock().unwrap();
@@ -680,17 +625,8 @@ fn sqlite_another_process_opening_a_bulk_store_switches_it_back_to_wal_and_both_
     let mut other = opener.join().unwrap().unwrap();
     assert_eq!(journal_mode(&path), "wal");
     assert_eq!(loaded(&other).len(), 1);
-    bulk.commit(&Batch {
-        records: vec![record(2, "b", 2)],
-        ..Batch::default()
-    })
-    .unwrap();
-    other
-        .commit(&Batch {
-            records: vec![record(3, "c", 3)],
-            ..Batch::default()
-        })
-        .unwrap();
+    commit_records(&mut bulk, vec![record(2, "b", 2)]);
+    commit_records(&mut other, vec![record(3, "c", 3)]);
     assert_eq!(loaded(&bulk).len(), 3);
     assert_eq!(loaded(&other).len(), 3);
 }
@@ -699,8 +635,7 @@ fn sqlite_another_process_opening_a_bulk_store_switches_it_back_to_wal_and_both_
 fn sqlite_reads_plain_and_packed_sets_refuses_a_damaged_one_and_upgrades_version_2() {
     // Sets of earlier releases are plain little-endian ids; new ones are packed when that
     // is smaller. Both read back; a damaged blob is an error naming the record.
-    let tmp = tempfile::tempdir().expect("temp dir");
-    let path = tmp.path().join("s.db");
+    let (_tmp, path) = temp_db("s.db");
     let mut s = crate::store::SqliteStore::open(&path).unwrap();
     let mut big = record(1, "big", 1);
     let mut ids: Vec<u32> = (0..2000u32)
@@ -709,11 +644,7 @@ fn sqlite_reads_plain_and_packed_sets_refuses_a_damaged_one_and_upgrades_version
     ids.sort_unstable();
     ids.dedup();
     big.shingles = ids.into();
-    s.commit(&Batch {
-        records: vec![big.clone(), record(3, "small", 3)],
-        ..Batch::default()
-    })
-    .unwrap();
+    commit_records(&mut s, vec![big.clone(), record(3, "small", 3)]);
     let conn = rusqlite::Connection::open(&path).unwrap();
     let stored: Vec<u8> = conn
         .query_row("SELECT ids FROM shingles WHERE handle = 1", [], |r| {

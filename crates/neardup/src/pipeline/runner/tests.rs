@@ -69,6 +69,33 @@ impl Sink<Items> for Got {
     }
 }
 
+/// A [`Got`] beside which another process writes to the store once the run reports its
+/// first progress.
+struct Interrupted {
+    got: Got,
+    other: Option<Deduper<SqliteStore>>,
+}
+
+impl Sink<Items> for Interrupted {
+    type Error = Error;
+
+    fn rejected(&mut self, reject: String) -> Result<()> {
+        self.got.rejected(reject)
+    }
+
+    fn decided(&mut self, record: &Record, extra: usize, outcome: Outcome) -> Result<()> {
+        self.got.decided(record, extra, outcome)
+    }
+
+    fn progress(&mut self, _items: u64) {
+        if let Some(mut other) = self.other.take() {
+            other
+                .process(&[Record::new("other", doc(5000, 200))], Timestamp::now())
+                .unwrap();
+        }
+    }
+}
+
 /// `chunks` chunks of `size` items: pages of three hosts sharing a template, some of
 /// them edits of others, and every 17th item without text.
 fn input(chunks: usize, size: usize) -> Vec<Vec<Item>> {
@@ -97,12 +124,31 @@ fn never<S: Store>(_: usize) -> Result<Deduper<S>> {
     panic!("no conflict expected")
 }
 
-#[test]
-fn every_item_is_rejected_or_decided_once_in_input_order() {
-    let mut d = Deduper::builder()
+/// An in-memory deduper under the guarded rule.
+fn memory() -> Deduper<crate::store::MemoryStore> {
+    Deduper::builder()
         .rule(guarded_rule())
         .open(crate::store::MemoryStore::new())
-        .unwrap();
+        .unwrap()
+}
+
+/// Asserts that `got` decided every item of `all` with text, in input order; returns
+/// their ids.
+#[track_caller]
+fn assert_decided_in_order<'a>(got: &Got, all: impl IntoIterator<Item = &'a Item>) -> Vec<&'a str> {
+    let decided: Vec<&str> = got.outcomes.iter().map(|(id, _)| id.as_str()).collect();
+    let want: Vec<&str> = all
+        .into_iter()
+        .filter(|i| !i.2.is_empty())
+        .map(|i| i.0.as_str())
+        .collect();
+    assert_eq!(decided, want);
+    want
+}
+
+#[test]
+fn every_item_is_rejected_or_decided_once_in_input_order() {
+    let mut d = memory();
     let chunks = input(5, 40);
     let mut got = Got::default();
     let totals = Runner::new(&mut d)
@@ -116,13 +162,7 @@ fn every_item_is_rejected_or_decided_once_in_input_order() {
         .map(|i| i.0.clone())
         .collect();
     assert_eq!(got.rejects, rejected);
-    let decided: Vec<&str> = got.outcomes.iter().map(|(id, _)| id.as_str()).collect();
-    let want: Vec<&str> = all
-        .iter()
-        .filter(|i| !i.2.is_empty())
-        .map(|i| i.0.as_str())
-        .collect();
-    assert_eq!(decided, want);
+    assert_decided_in_order(&got, all.iter().copied());
     assert!(
         got.outcomes.iter().any(|(_, o)| o.starts_with("merged")),
         "{got:?}"
@@ -133,10 +173,7 @@ fn every_item_is_rejected_or_decided_once_in_input_order() {
 
 #[test]
 fn a_strict_sink_stops_before_the_chunk_of_the_first_reject_with_the_chunks_before_written() {
-    let mut d = Deduper::builder()
-        .rule(guarded_rule())
-        .open(crate::store::MemoryStore::new())
-        .unwrap();
+    let mut d = memory();
     // The first reject is item 16, in the second chunk of ten.
     let mut got = Got {
         strict: true,
@@ -159,14 +196,8 @@ fn the_boilerplate_passs_analyses_decide_as_analyses_made_afresh() {
         ..BoilerplatePass::default()
     };
     let chunks = input(4, 30);
-    let open = || {
-        Deduper::builder()
-            .rule(guarded_rule())
-            .open(crate::store::MemoryStore::new())
-            .unwrap()
-    };
     // With the first pass's analyses finished by the run ...
-    let mut d = open();
+    let mut d = memory();
     let mut with = Got::default();
     let mut runner = Runner::new(&mut d);
     let items = runner
@@ -183,7 +214,7 @@ fn the_boilerplate_passs_analyses_decide_as_analyses_made_afresh() {
         d.boilerplate_hosts()
     );
     // ... and with them dropped (a runner of its own for the run): the same outcomes.
-    let mut d = open();
+    let mut d = memory();
     Runner::new(&mut d)
         .learn_boilerplate(&Items, chunks.clone(), &pass, |_| {})
         .unwrap();
@@ -211,38 +242,26 @@ fn after_another_processs_write_the_unconfirmed_chunks_are_decided_again_by_a_de
             .unwrap()
     };
     let mut d = open(true);
-    let mut other = open(false);
     let chunks = input(6, 20);
     let all: Vec<Item> = chunks.iter().flatten().cloned().collect();
-    // Another process stores a record once the third chunk is read: a batch committed
-    // behind after that is refused.
-    let mut pulled = 0;
-    let chunks = chunks.into_iter().inspect(move |_| {
-        pulled += 1;
-        if pulled == 3 {
-            other
-                .process(&[Record::new("other", doc(5000, 200))], Timestamp::now())
-                .unwrap();
-        }
-    });
+    // Another process stores a record once the first chunk is written (it commits at once,
+    // under the lock): the second chunk's batch, committed behind, is refused.
+    let mut got = Interrupted {
+        got: Got::default(),
+        other: Some(open(false)),
+    };
     let mut reopened = Vec::new();
-    let mut got = Got::default();
     Runner::new(&mut d)
         .run(&Items, chunks, &mut got, |records| {
             reopened.push(records);
             Ok(open(true))
         })
         .unwrap();
+    let got = got.got;
     assert_eq!(reopened.len(), 1, "{reopened:?}");
     assert!(reopened[0] > 0);
     // Every record once, in order; the store holds them all and the other's.
-    let decided: Vec<&str> = got.outcomes.iter().map(|(id, _)| id.as_str()).collect();
-    let want: Vec<&str> = all
-        .iter()
-        .filter(|i| !i.2.is_empty())
-        .map(|i| i.0.as_str())
-        .collect();
-    assert_eq!(decided, want);
+    let want = assert_decided_in_order(&got, &all);
     drop(d);
     let mut stored = Vec::new();
     SqliteStore::open(&path)
