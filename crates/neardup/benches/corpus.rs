@@ -8,7 +8,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+/// Every file below `dir` into `out`, in path order, and every symbolic link too when
+/// `links` (as a path: a link to a directory is not followed).
+pub fn walk(dir: &Path, links: bool, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
@@ -18,8 +20,8 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
         let p = e.path();
         let Ok(ft) = e.file_type() else { continue };
         if ft.is_dir() {
-            walk(&p, out);
-        } else if ft.is_file() {
+            walk(&p, links, out);
+        } else if ft.is_file() || (links && ft.is_symlink()) {
             out.push(p);
         }
     }
@@ -34,14 +36,17 @@ fn is_prose(p: &Path) -> bool {
             || name.ends_with(".txt"))
 }
 
-/// Splits `text` into documents of about `target` bytes at blank lines.
-pub fn split_docs(text: &str, target: usize, out: &mut Vec<String>) {
+/// Splits `text` at blank lines into documents of at least `target()` bytes (asked anew
+/// for each document), the last one kept if over 200 bytes.
+pub fn split_docs(text: &str, mut target: impl FnMut() -> usize, out: &mut Vec<String>) {
+    let mut want = target();
     let mut cur = String::new();
     for para in text.split("\n\n") {
         cur.push_str(para);
         cur.push_str("\n\n");
-        if cur.len() >= target {
+        if cur.len() >= want {
             out.push(std::mem::take(&mut cur));
+            want = target();
         }
     }
     if cur.trim().len() > 200 {
@@ -52,8 +57,8 @@ pub fn split_docs(text: &str, target: usize, out: &mut Vec<String>) {
 /// English documents from `/usr/share/doc` and the licences, up to `max_bytes` in all.
 pub fn english(target: usize, max_bytes: usize) -> Vec<String> {
     let mut files = Vec::new();
-    walk(Path::new("/usr/share/common-licenses"), &mut files);
-    walk(Path::new("/usr/share/doc"), &mut files);
+    walk(Path::new("/usr/share/common-licenses"), false, &mut files);
+    walk(Path::new("/usr/share/doc"), false, &mut files);
     let mut docs = Vec::new();
     let mut total = 0;
     for f in files
@@ -64,7 +69,7 @@ pub fn english(target: usize, max_bytes: usize) -> Vec<String> {
             continue;
         };
         let before = docs.len();
-        split_docs(&text, target, &mut docs);
+        split_docs(&text, || target, &mut docs);
         total += docs[before..].iter().map(String::len).sum::<usize>();
         if total >= max_bytes {
             break;
@@ -76,7 +81,7 @@ pub fn english(target: usize, max_bytes: usize) -> Vec<String> {
 /// Man pages of one language (`zh_CN`, `ru`, `ja`, …), rendered to plain text.
 pub fn man_pages(lang: &str, max_pages: usize) -> Vec<String> {
     let mut files = Vec::new();
-    walk(&Path::new("/usr/share/man").join(lang), &mut files);
+    walk(&Path::new("/usr/share/man").join(lang), false, &mut files);
     let mut docs = Vec::new();
     for f in files.iter().take(max_pages) {
         let Ok(out) = Command::new("man")
@@ -87,16 +92,7 @@ pub fn man_pages(lang: &str, max_pages: usize) -> Vec<String> {
         else {
             continue;
         };
-        // Drop overstrike sequences (char, backspace, char) that `man` uses for bold.
-        let raw = String::from_utf8_lossy(&out.stdout);
-        let mut text = String::with_capacity(raw.len());
-        for c in raw.chars() {
-            if c == '\u{8}' {
-                text.pop();
-            } else {
-                text.push(c);
-            }
-        }
+        let text = strip_overstrike(&String::from_utf8_lossy(&out.stdout));
         if text.len() > 500 {
             docs.push(text);
         }
@@ -104,11 +100,24 @@ pub fn man_pages(lang: &str, max_pages: usize) -> Vec<String> {
     docs
 }
 
+/// `raw` without the overstrike sequences (char, backspace, char) that `man` uses for bold.
+pub fn strip_overstrike(raw: &str) -> String {
+    let mut text = String::with_capacity(raw.len());
+    for c in raw.chars() {
+        if c == '\u{8}' {
+            text.pop();
+        } else {
+            text.push(c);
+        }
+    }
+    text
+}
+
 /// The HTML pages of `/usr/share/doc` (package manuals: generated and hand-written), up to
 /// `max_bytes` in all.
 pub fn html(max_bytes: usize) -> Vec<String> {
     let mut files = Vec::new();
-    walk(Path::new("/usr/share/doc"), &mut files);
+    walk(Path::new("/usr/share/doc"), false, &mut files);
     let mut docs = Vec::new();
     let mut total = 0;
     for f in &files {

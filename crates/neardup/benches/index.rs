@@ -7,18 +7,14 @@
 //! next 256 of a pool of 262,144 distinct queries, so the tables' lines are not all in the
 //! cache from the iteration before (a fixed set of 256 queries measured 2-3x faster).
 
+#[path = "seeded.rs"]
+mod seeded;
+
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use neardup::index::{BandIndex, HammingIndex, LinearIndex, Match, MihIndex, PermutedIndex};
-
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+use seeded::{flip_bits, splitmix};
 
 fn corpus() -> Vec<u64> {
     let n = std::env::var("NEARDUP_BENCH_N")
@@ -35,11 +31,7 @@ fn near_queries(fps: &[u64], count: usize, k: u32) -> Vec<(u64, u64)> {
     (0..count)
         .map(|_| {
             let id = splitmix(&mut state) % fps.len() as u64;
-            let mut mask = 0u64;
-            while mask.count_ones() < k {
-                mask |= 1 << (splitmix(&mut state) % 64);
-            }
-            (fps[id as usize] ^ mask, id)
+            (flip_bits(fps[id as usize], k, &mut state), id)
         })
         .collect()
 }

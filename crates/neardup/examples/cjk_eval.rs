@@ -11,23 +11,13 @@
 
 #[path = "../benches/corpus.rs"]
 mod corpus;
+#[path = "../benches/seeded.rs"]
+mod seeded;
 
 use neardup::text::TokenRule;
 use neardup::verify::jaccard;
 use neardup::SimHasher;
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
+use seeded::XorShift as Rng;
 
 const FILLER: &[char] = &['的', '是', '在', '了', '和', '有', '这', '个', '们', '中'];
 

@@ -22,12 +22,16 @@
 //! Queries are timed on one thread; half are stored fingerprints with up to `k` random
 //! bit flips (each must find its source), half are random.
 
+#[path = "../benches/seeded.rs"]
+mod seeded;
+
 use std::io::{BufRead, Write};
 use std::time::Instant;
 
 use neardup::index::{
     self_join, AutoIndex, BandIndex, HammingIndex, LinearIndex, Match, MihIndex, PermutedIndex,
 };
+use seeded::{flip_bits, splitmix};
 
 // ---- The seed-004 reference `Index`, copied verbatim from the seed text (rustfmt-skipped
 // so that it stays byte-for-byte comparable). ----
@@ -74,22 +78,6 @@ impl Index {
 use reference::Index;
 
 // ---- End of the reference. ----
-
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-fn flip(fp: u64, flips: u32, state: &mut u64) -> u64 {
-    let mut mask = 0u64;
-    while mask.count_ones() < flips {
-        mask |= 1 << (splitmix(state) % 64);
-    }
-    fp ^ mask
-}
 
 struct Args {
     mode: String,
@@ -185,7 +173,7 @@ fn load_fps(args: &Args, default_n: usize, seed: u64) -> Result<Vec<u64>, String
                     center = splitmix(&mut state);
                 }
                 let flips = (splitmix(&mut state) % 7) as u32;
-                flip(center, flips, &mut state)
+                flip_bits(center, flips, &mut state)
             })
             .collect());
     }
@@ -200,7 +188,7 @@ fn make_queries(fps: &[u64], count: usize, k: u32) -> Vec<(u64, Option<u64>)> {
             if i % 2 == 0 && !fps.is_empty() {
                 let id = (splitmix(&mut state) % fps.len() as u64) as usize;
                 let flips = (splitmix(&mut state) % u64::from(k + 1)) as u32;
-                (flip(fps[id], flips, &mut state), Some(id as u64))
+                (flip_bits(fps[id], flips, &mut state), Some(id as u64))
             } else {
                 (splitmix(&mut state), None)
             }
@@ -327,6 +315,38 @@ fn report(
     );
 }
 
+/// Times `index` on `queries` one at a time and reports it as `name`.
+fn report_queries(
+    name: &str,
+    index: &dyn HammingIndex,
+    queries: &[(u64, Option<u64>)],
+    k: u32,
+    baseline: Option<f64>,
+) {
+    report(name, time_queries(index, queries, k), index, baseline);
+}
+
+/// Times `index` on `queries` through `query_batch`, `batch` at a time, and reports it as
+/// `name`.
+fn report_batch(
+    name: &str,
+    index: &dyn HammingIndex,
+    queries: &[(u64, Option<u64>)],
+    k: u32,
+    batch: usize,
+    baseline: Option<f64>,
+) {
+    report(name, time_batch(index, queries, k, batch), index, baseline);
+}
+
+/// `(id, fingerprint)` pairs of `fps`, each fingerprint's id its position.
+fn numbered(fps: &[u64]) -> impl Iterator<Item = (u64, u64)> + '_ {
+    fps.iter()
+        .copied()
+        .enumerate()
+        .map(|(i, fp)| (i as u64, fp))
+}
+
 fn build<I: HammingIndex>(mut index: I, fps: &[u64]) -> I {
     for (id, &fp) in fps.iter().enumerate() {
         index.insert(id as u64, fp).expect("fresh id");
@@ -365,30 +385,14 @@ fn mode_k3(args: &Args) -> Result<(), String> {
 
     let start = Instant::now();
     let mut auto = AutoIndex::for_size(n as u64, k).map_err(|e| e.to_string())?;
-    auto.extend(
-        fps.iter()
-            .copied()
-            .enumerate()
-            .map(|(i, fp)| (i as u64, fp)),
-    )
-    .map_err(|e| e.to_string())?;
+    auto.extend(numbered(&fps)).map_err(|e| e.to_string())?;
     println!(
         "auto: build {:.2} s, plan: {}",
         start.elapsed().as_secs_f64(),
         auto.plan()
     );
-    report(
-        "auto",
-        time_queries(&auto, &queries, k),
-        &auto,
-        Some(ref_qps),
-    );
-    report(
-        "auto, query_batch",
-        time_batch(&auto, &queries, k, 1024),
-        &auto,
-        Some(ref_qps),
-    );
+    report_queries("auto", &auto, &queries, k, Some(ref_qps));
+    report_batch("auto, query_batch", &auto, &queries, k, 1024, Some(ref_qps));
     drop(auto);
 
     let mut permuted = PermutedIndex::builder();
@@ -397,24 +401,14 @@ fn mode_k3(args: &Args) -> Result<(), String> {
         permuted.blocks(blocks);
     }
     let mut permuted = permuted.build().map_err(|e| e.to_string())?;
-    permuted
-        .extend(
-            fps.iter()
-                .copied()
-                .enumerate()
-                .map(|(i, fp)| (i as u64, fp)),
-        )
-        .map_err(|e| e.to_string())?;
-    report(
-        "permuted",
-        time_queries(&permuted, &queries, k),
-        &permuted,
-        Some(ref_qps),
-    );
-    report(
+    permuted.extend(numbered(&fps)).map_err(|e| e.to_string())?;
+    report_queries("permuted", &permuted, &queries, k, Some(ref_qps));
+    report_batch(
         "permuted, query_batch",
-        time_batch(&permuted, &queries, k, 1024),
         &permuted,
+        &queries,
+        k,
+        1024,
         Some(ref_qps),
     );
     drop(permuted);
@@ -423,33 +417,18 @@ fn mode_k3(args: &Args) -> Result<(), String> {
     }
 
     let bands = build(BandIndex::new(k + 1).map_err(|e| e.to_string())?, &fps);
-    report(
-        "bands (k+1)",
-        time_queries(&bands, &queries, k),
-        &bands,
-        Some(ref_qps),
-    );
+    report_queries("bands (k+1)", &bands, &queries, k, Some(ref_qps));
     drop(bands);
 
     let mut mih = MihIndex::builder();
     mih.expected_len(n as u64).max_distance(k);
     let mih = build(mih.build().map_err(|e| e.to_string())?, &fps);
-    report(
-        "multi-index",
-        time_queries(&mih, &queries, k),
-        &mih,
-        Some(ref_qps),
-    );
+    report_queries("multi-index", &mih, &queries, k, Some(ref_qps));
     drop(mih);
 
     let linear = build(LinearIndex::new(), &fps);
     let few = &queries[..queries.len().min(2000)];
-    report(
-        "linear scan",
-        time_queries(&linear, few, k),
-        &linear,
-        Some(ref_qps),
-    );
+    report_queries("linear scan", &linear, few, k, Some(ref_qps));
 
     // Online inserts: time per insert into a built permuted index, buffer merges included.
     let mut online = PermutedIndex::builder();
@@ -464,19 +443,21 @@ fn mode_k3(args: &Args) -> Result<(), String> {
         "online inserts into permuted: {:.2} us per insert (buffer merges included)",
         per_insert * 1e6
     );
-    report(
+    report_queries(
         "permuted after online inserts",
-        time_queries(&online, &queries, k),
         &online,
+        &queries,
+        k,
         Some(ref_qps),
     );
     // Queries scan the insert buffer (and a frozen one while its merge runs) until it is
     // merged: after a bulk load, `flush` merges it.
     online.flush();
-    report(
+    report_queries(
         "permuted after online inserts, flush",
-        time_queries(&online, &queries, k),
         &online,
+        &queries,
+        k,
         Some(ref_qps),
     );
     Ok(())
@@ -492,34 +473,26 @@ fn mode_large(args: &Args) -> Result<(), String> {
     permuted.max_distance(k).expected_len(n as u64);
     let mut permuted = permuted.build().map_err(|e| e.to_string())?;
     println!("n = {n}, k = {k}, layout {}", permuted.layout());
-    permuted
-        .extend(
-            fps.iter()
-                .copied()
-                .enumerate()
-                .map(|(i, fp)| (i as u64, fp)),
-        )
-        .map_err(|e| e.to_string())?;
+    permuted.extend(numbered(&fps)).map_err(|e| e.to_string())?;
     drop(fps);
     println!("build {:.1} s", start.elapsed().as_secs_f64());
-    report(
-        "permuted (large)",
-        time_queries(&permuted, &queries, k),
-        &permuted,
-        None,
-    );
-    report(
+    report_queries("permuted (large)", &permuted, &queries, k, None);
+    report_batch(
         "permuted (large), query_batch of 1024",
-        time_batch(&permuted, &queries, k, 1024),
         &permuted,
+        &queries,
+        k,
+        1024,
         None,
     );
     // A long batch over tables this large is answered by sorted sweeps of the tables.
     let whole = queries.len();
-    report(
+    report_batch(
         &format!("permuted (large), query_batch of {whole}"),
-        time_batch(&permuted, &queries, k, whole),
         &permuted,
+        &queries,
+        k,
+        whole,
         None,
     );
     Ok(())
@@ -538,7 +511,7 @@ fn mode_join(args: &Args) -> Result<(), String> {
             continue;
         }
         let flips = 1 + (splitmix(&mut state) % u64::from(k.max(1))) as u32;
-        fps[b] = flip(fps[a], flips.min(k), &mut state);
+        fps[b] = flip_bits(fps[a], flips.min(k), &mut state);
         planted.push((a.min(b) as u32, a.max(b) as u32));
     }
     let start = Instant::now();
@@ -581,26 +554,17 @@ fn mode_radius(args: &Args) -> Result<(), String> {
             mih.substrings(substrings);
         }
         let mut mih = mih.build().map_err(|e| e.to_string())?;
-        mih.extend(
-            fps.iter()
-                .copied()
-                .enumerate()
-                .map(|(i, fp)| (i as u64, fp)),
-        )
-        .map_err(|e| e.to_string())?;
+        mih.extend(numbered(&fps)).map_err(|e| e.to_string())?;
         let build_secs = start.elapsed().as_secs_f64();
         println!("k = {k}, n = {n} (mih build {build_secs:.2} s)");
         report("  linear scan", linear_qps, &linear, None);
-        report(
-            "  multi-index",
-            time_queries(&mih, &queries, k),
-            &mih,
-            Some(linear_qps.0),
-        );
-        report(
+        report_queries("  multi-index", &mih, &queries, k, Some(linear_qps.0));
+        report_batch(
             "  multi-index, query_batch",
-            time_batch(&mih, &queries, k, 1024),
             &mih,
+            &queries,
+            k,
+            1024,
             Some(linear_qps.0),
         );
         let auto = AutoIndex::for_size(n as u64, k).map_err(|e| e.to_string())?;

@@ -12,8 +12,12 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+#[path = "../benches/seeded.rs"]
+mod seeded;
+
 use neardup::pipeline::{Rule, ShortText};
 use neardup::{Decision, Deduper, MemoryStore, Record, Timestamp};
+use seeded::XorShift as Rng;
 
 fn fortunes(file: &str, max_words: usize) -> Vec<String> {
     let Ok(raw) = std::fs::read(file) else {
@@ -42,19 +46,6 @@ fn fortunes(file: &str, max_words: usize) -> Vec<String> {
             (8..max_words).contains(&words)
         })
         .collect()
-}
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
 }
 
 /// A light edit a reader would still call the same text.

@@ -12,7 +12,7 @@ use serde_json::json;
 use crate::args::Args;
 use crate::edits::{edit, vocabulary};
 use crate::rng::{fnv, Rng};
-use crate::sources::{read_text, render_groff, walk};
+use crate::sources::{read_text, render_groff, split_docs, walk};
 use crate::AnyResult;
 
 struct BaseDoc {
@@ -21,20 +21,9 @@ struct BaseDoc {
     text: String,
 }
 
+/// Cuts `text` at blank lines into documents of 2 to 24 KiB (a size drawn per document).
 fn split_at_paragraphs(text: &str, rng: &mut Rng, out: &mut Vec<String>) {
-    let mut target = 2048 + rng.below(22 * 1024);
-    let mut cur = String::new();
-    for para in text.split("\n\n") {
-        cur.push_str(para);
-        cur.push_str("\n\n");
-        if cur.len() >= target {
-            out.push(std::mem::take(&mut cur));
-            target = 2048 + rng.below(22 * 1024);
-        }
-    }
-    if cur.trim().len() > 200 {
-        out.push(cur);
-    }
+    split_docs(text, || 2048 + rng.below(22 * 1024), out);
 }
 
 pub(crate) fn cmd_big_corpus(args: &Args) -> AnyResult<()> {

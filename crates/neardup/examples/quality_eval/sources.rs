@@ -9,33 +9,15 @@ use serde_json::{json, Value};
 
 use crate::AnyResult;
 
-pub(crate) fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut entries: Vec<_> = entries.filter_map(|e| e.ok()).collect();
-    entries.sort_by_key(|e| e.path());
-    for e in entries {
-        let p = e.path();
-        let Ok(ft) = e.file_type() else { continue };
-        if ft.is_dir() {
-            walk(&p, out);
-        } else if ft.is_file() || ft.is_symlink() {
-            out.push(p);
-        }
-    }
-}
+// The file walk and man page clean-up the benches use.
+#[path = "../../benches/corpus.rs"]
+mod bench_corpus;
+pub(crate) use bench_corpus::split_docs;
+use bench_corpus::strip_overstrike;
 
-pub(crate) fn strip_overstrike(raw: &str) -> String {
-    let mut text = String::with_capacity(raw.len());
-    for c in raw.chars() {
-        if c == '\u{8}' {
-            text.pop();
-        } else {
-            text.push(c);
-        }
-    }
-    text
+/// Every file and symbolic link below `dir`, in path order.
+pub(crate) fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+    bench_corpus::walk(dir, true, out);
 }
 
 /// The standard output of a page renderer as plain text, if over 200 characters.

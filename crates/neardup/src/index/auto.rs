@@ -2,8 +2,8 @@
 
 use super::plan::{choose_layout, LayoutKind, LayoutPlan, PlanRequest};
 use super::{
-    BandIndex, HammingIndex, IndexError, IndexStats, LinearIndex, Match, MihIndex, PermutedIndex,
-    QueryStats,
+    delegate_hamming_index, BandIndex, HammingIndex, IndexError, IndexStats, LinearIndex, Match,
+    MihIndex, PermutedIndex, QueryStats,
 };
 
 #[derive(Debug, Clone)]
@@ -14,14 +14,18 @@ enum Inner {
     Mih(MihIndex),
 }
 
-/// Forwards a call to whichever index the plan chose.
+/// Makes one [`HammingIndex`] call on whichever index the plan chose (the `$reach` of
+/// [`delegate_hamming_index!`]).
 macro_rules! each {
-    ($self:expr, $index:ident => $call:expr) => {
-        match $self {
-            Inner::Linear($index) => $call,
-            Inner::Bands($index) => $call,
-            Inner::Permuted($index) => $call,
-            Inner::Mih($index) => $call,
+    ($auto:ident => $name:ident($($arg:ident),*)) => {
+        {
+            let AutoIndex { inner, .. } = $auto;
+            match inner {
+                Inner::Linear(index) => index.$name($($arg),*),
+                Inner::Bands(index) => index.$name($($arg),*),
+                Inner::Permuted(index) => index.$name($($arg),*),
+                Inner::Mih(index) => index.$name($($arg),*),
+            }
         }
     };
 }
@@ -95,72 +99,5 @@ impl AutoIndex {
 }
 
 impl HammingIndex for AutoIndex {
-    fn insert(&mut self, id: u64, fingerprint: u64) -> Result<(), IndexError> {
-        each!(&mut self.inner, index => index.insert(id, fingerprint))
-    }
-
-    fn replace(&mut self, id: u64, fingerprint: u64) -> Result<Option<u64>, IndexError> {
-        each!(&mut self.inner, index => index.replace(id, fingerprint))
-    }
-
-    fn remove(&mut self, id: u64) -> Option<u64> {
-        each!(&mut self.inner, index => index.remove(id))
-    }
-
-    fn get(&self, id: u64) -> Option<u64> {
-        each!(&self.inner, index => index.get(id))
-    }
-
-    fn query_nearest_into(
-        &self,
-        fingerprint: u64,
-        max_distance: u32,
-        limit: usize,
-        out: &mut Vec<Match>,
-    ) -> Result<QueryStats, IndexError> {
-        each!(&self.inner, index => index.query_nearest_into(fingerprint, max_distance, limit, out))
-    }
-
-    fn query_nearest_batch(
-        &self,
-        fingerprints: &[u64],
-        max_distance: u32,
-        limit: usize,
-        out: &mut Vec<Vec<Match>>,
-    ) -> Result<QueryStats, IndexError> {
-        each!(&self.inner, index => index.query_nearest_batch(fingerprints, max_distance, limit, out))
-    }
-
-    fn query_batch(
-        &self,
-        fingerprints: &[u64],
-        max_distance: u32,
-        out: &mut Vec<(usize, Match)>,
-    ) -> Result<QueryStats, IndexError> {
-        each!(&self.inner, index => index.query_batch(fingerprints, max_distance, out))
-    }
-
-    fn max_supported_distance(&self) -> u32 {
-        each!(&self.inner, index => index.max_supported_distance())
-    }
-
-    fn len(&self) -> usize {
-        each!(&self.inner, index => index.len())
-    }
-
-    fn memory_bytes(&self) -> usize {
-        each!(&self.inner, index => index.memory_bytes())
-    }
-
-    fn compact(&mut self) {
-        each!(&mut self.inner, index => index.compact())
-    }
-
-    fn settle(&mut self) {
-        each!(&mut self.inner, index => index.settle())
-    }
-
-    fn stats(&self) -> IndexStats {
-        each!(&self.inner, index => index.stats())
-    }
+    delegate_hamming_index!(each);
 }

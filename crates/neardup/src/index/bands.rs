@@ -103,10 +103,6 @@ impl BandIndex {
 }
 
 impl TableIndex for BandIndex {
-    fn tables(&self) -> &TableSet {
-        &self.tables
-    }
-
     fn max_exact_distance(&self) -> u32 {
         self.bands - 1
     }

@@ -152,10 +152,6 @@ impl MihIndex {
 }
 
 impl TableIndex for MihIndex {
-    fn tables(&self) -> &TableSet {
-        &self.tables
-    }
-
     fn max_exact_distance(&self) -> u32 {
         64
     }

@@ -277,6 +277,47 @@ pub trait HammingIndex {
     fn stats(&self) -> IndexStats;
 }
 
+/// Implements every [`HammingIndex`] method as one call, `$reach!(self => method(args))`,
+/// for the index types that hand their work on (`AutoIndex` to the index its plan chose,
+/// the table indexes to their tables and layout): the signatures are listed here once,
+/// not once more per type. `$reach` is the caller's macro that turns such a call into an
+/// expression; the types named below must be in scope where this is used.
+///
+/// In the list, `[mut]` marks a method that takes `&mut self`. A method added to the trait
+/// goes into the list as well, or those types silently fall back to its default.
+macro_rules! delegate_hamming_index {
+    ($reach:ident) => {
+        $crate::index::delegate_hamming_index! { @methods $reach;
+            fn insert[mut](id: u64, fingerprint: u64) -> Result<(), IndexError>;
+            fn replace[mut](id: u64, fingerprint: u64) -> Result<Option<u64>, IndexError>;
+            fn remove[mut](id: u64) -> Option<u64>;
+            fn get[](id: u64) -> Option<u64>;
+            fn query_nearest_into[](fingerprint: u64, max_distance: u32, limit: usize,
+                out: &mut Vec<Match>) -> Result<QueryStats, IndexError>;
+            fn query_nearest_batch[](fingerprints: &[u64], max_distance: u32, limit: usize,
+                out: &mut Vec<Vec<Match>>) -> Result<QueryStats, IndexError>;
+            fn query_batch[](fingerprints: &[u64], max_distance: u32,
+                out: &mut Vec<(usize, Match)>) -> Result<QueryStats, IndexError>;
+            fn max_supported_distance[]() -> u32;
+            fn len[]() -> usize;
+            fn memory_bytes[]() -> usize;
+            fn compact[mut]();
+            fn settle[mut]();
+            fn stats[]() -> IndexStats;
+        }
+    };
+    (@methods $reach:ident; $(
+        fn $name:ident[$($mut:tt)?]($($arg:ident: $ty:ty),*) $(-> $ret:ty)?;
+    )*) => {
+        $(
+            fn $name(&$($mut)? self, $($arg: $ty),*) $(-> $ret)? {
+                $reach!(self => $name($($arg),*))
+            }
+        )*
+    };
+}
+pub(crate) use delegate_hamming_index;
+
 /// [`HammingIndex::query_nearest_batch`] as a loop of single queries.
 pub(crate) fn nearest_one_by_one<I: HammingIndex + ?Sized>(
     index: &I,

@@ -153,10 +153,6 @@ impl PermutedIndex {
 }
 
 impl TableIndex for PermutedIndex {
-    fn tables(&self) -> &TableSet {
-        &self.tables
-    }
-
     fn max_exact_distance(&self) -> u32 {
         self.layout.max_distance()
     }

@@ -4,23 +4,11 @@ use proptest::prelude::*;
 
 use super::*;
 
-/// splitmix64: a fixed-seed generator, so failures reproduce.
-pub(crate) fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// Flips `flips` distinct random bits of `fp`.
-fn flip_bits(fp: u64, flips: u32, state: &mut u64) -> u64 {
-    let mut mask = 0u64;
-    while mask.count_ones() < flips {
-        mask |= 1 << (splitmix(state) % 64);
-    }
-    fp ^ mask
-}
+// splitmix64 and bit flips with fixed seeds (shared with the index bench), so failures
+// reproduce.
+#[path = "../../benches/seeded.rs"]
+mod seeded;
+use seeded::{flip_bits, splitmix};
 
 /// Random fingerprints, or clustered ones (a few centers with small random bit flips,
 /// which make huge buckets and many near pairs).

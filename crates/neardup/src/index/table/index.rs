@@ -20,9 +20,6 @@ pub(crate) enum Probe<'a> {
 /// What a table index adds to its [`TableSet`] (a field `tables`): the radius it answers
 /// and how it probes for one. [`table_index!`] implements [`HammingIndex`] from it.
 pub(crate) trait TableIndex {
-    /// The tables.
-    fn tables(&self) -> &TableSet;
-
     /// The largest radius the layout answers exactly.
     fn max_exact_distance(&self) -> u32;
 
@@ -60,32 +57,33 @@ impl TableOptions {
     }
 }
 
-/// [`HammingIndex::query_nearest_into`] of a table index.
+/// [`HammingIndex::query_nearest_into`] of a table index whose tables are `tables`.
 #[inline]
 pub(crate) fn query_nearest_into<I: TableIndex>(
     index: &I,
+    tables: &TableSet,
     fingerprint: u64,
     max_distance: u32,
     limit: usize,
     out: &mut Vec<Match>,
 ) -> Result<QueryStats, IndexError> {
-    let tables = index.tables();
     Ok(match index.probe(max_distance)? {
         Probe::Tables(radii) => tables.query(fingerprint, max_distance, radii, limit, out),
         Probe::Scan => tables.query_by_scan(fingerprint, max_distance, limit, out),
     })
 }
 
-/// [`HammingIndex::query_nearest_batch`] of a table index: multi-index radii by sorted
-/// sweeps of the tables (whose keys must then fit in 32 bits), the rest one by one.
+/// [`HammingIndex::query_nearest_batch`] of a table index whose tables are `tables`:
+/// multi-index radii by sorted sweeps of the tables (whose keys must then fit in 32 bits),
+/// the rest one by one.
 pub(crate) fn query_nearest_batch<I: TableIndex + HammingIndex>(
     index: &I,
+    tables: &TableSet,
     fingerprints: &[u64],
     max_distance: u32,
     limit: usize,
     out: &mut Vec<Vec<Match>>,
 ) -> Result<QueryStats, IndexError> {
-    let tables = index.tables();
     match index.probe(max_distance) {
         Ok(Probe::Tables(Radii::PerTable(radii))) if tables.keys().all(|k| k.bits() <= 32) => {
             Ok(tables.query_radii_batch(fingerprints, max_distance, radii, limit, out))
@@ -94,23 +92,51 @@ pub(crate) fn query_nearest_batch<I: TableIndex + HammingIndex>(
     }
 }
 
-/// [`HammingIndex::query_batch`] of a table index: exact keys by the grouped or swept
-/// batch paths, the rest one by one.
+/// [`HammingIndex::query_batch`] of a table index whose tables are `tables`: exact keys by
+/// the grouped or swept batch paths, the rest one by one.
 pub(crate) fn query_batch<I: TableIndex + HammingIndex>(
     index: &I,
+    tables: &TableSet,
     fingerprints: &[u64],
     max_distance: u32,
     out: &mut Vec<(usize, Match)>,
 ) -> Result<QueryStats, IndexError> {
     match index.probe(max_distance)? {
         Probe::Tables(Radii::Exact) => {
-            Ok(index
-                .tables()
-                .query_batch_exact(fingerprints, max_distance, out))
+            Ok(tables.query_batch_exact(fingerprints, max_distance, out))
         }
         _ => batch_one_by_one(index, fingerprints, max_distance, out),
     }
 }
+
+/// Where a table index sends each [`HammingIndex`] call (the `$reach` of
+/// [`delegate_hamming_index!`](super::super::delegate_hamming_index)): the queries to the
+/// functions above, the radius and the layout's name to its [`TableIndex`], the rest to
+/// its [`TableSet`] (field `tables`).
+macro_rules! on_tables {
+    ($index:ident => query_nearest_into($($arg:ident),*)) => {
+        $crate::index::table::query_nearest_into($index, &$index.tables, $($arg),*)
+    };
+    ($index:ident => query_nearest_batch($($arg:ident),*)) => {
+        $crate::index::table::query_nearest_batch($index, &$index.tables, $($arg),*)
+    };
+    ($index:ident => query_batch($($arg:ident),*)) => {
+        $crate::index::table::query_batch($index, &$index.tables, $($arg),*)
+    };
+    ($index:ident => max_supported_distance()) => {
+        $index.max_exact_distance()
+    };
+    ($index:ident => settle()) => {
+        $index.tables.poll_merge()
+    };
+    ($index:ident => stats()) => {
+        $index.tables.stats($index.describe())
+    };
+    ($index:ident => $name:ident($($arg:ident),*)) => {
+        $index.tables.$name($($arg),*)
+    };
+}
+pub(crate) use on_tables;
 
 /// Implements [`HammingIndex`] for a [`TableIndex`] with a `tables: TableSet` field, and
 /// gives it `extend` and `flush`.
@@ -118,8 +144,9 @@ macro_rules! table_index {
     ($index:ty) => {
         // A block of its own, so that the impls see these names whatever the caller imports.
         const _: () = {
-            use $crate::index::table::{self, TableIndex};
-            use $crate::index::{HammingIndex, IndexError, IndexStats, Match, QueryStats};
+            use $crate::index::table::{on_tables, TableIndex};
+            use $crate::index::{delegate_hamming_index, HammingIndex};
+            use $crate::index::{IndexError, IndexStats, Match, QueryStats};
 
             impl $index {
                 /// Inserts many `(id, fingerprint)` pairs and sorts them into the tables at
@@ -142,78 +169,7 @@ macro_rules! table_index {
             }
 
             impl HammingIndex for $index {
-                fn insert(&mut self, id: u64, fingerprint: u64) -> Result<(), IndexError> {
-                    self.tables.insert(id, fingerprint)
-                }
-
-                fn replace(
-                    &mut self,
-                    id: u64,
-                    fingerprint: u64,
-                ) -> Result<Option<u64>, IndexError> {
-                    self.tables.replace(id, fingerprint)
-                }
-
-                fn remove(&mut self, id: u64) -> Option<u64> {
-                    self.tables.remove(id)
-                }
-
-                fn get(&self, id: u64) -> Option<u64> {
-                    self.tables.get(id)
-                }
-
-                fn query_nearest_into(
-                    &self,
-                    fingerprint: u64,
-                    max_distance: u32,
-                    limit: usize,
-                    out: &mut Vec<Match>,
-                ) -> Result<QueryStats, IndexError> {
-                    table::query_nearest_into(self, fingerprint, max_distance, limit, out)
-                }
-
-                fn query_nearest_batch(
-                    &self,
-                    fingerprints: &[u64],
-                    max_distance: u32,
-                    limit: usize,
-                    out: &mut Vec<Vec<Match>>,
-                ) -> Result<QueryStats, IndexError> {
-                    table::query_nearest_batch(self, fingerprints, max_distance, limit, out)
-                }
-
-                fn query_batch(
-                    &self,
-                    fingerprints: &[u64],
-                    max_distance: u32,
-                    out: &mut Vec<(usize, Match)>,
-                ) -> Result<QueryStats, IndexError> {
-                    table::query_batch(self, fingerprints, max_distance, out)
-                }
-
-                fn max_supported_distance(&self) -> u32 {
-                    self.max_exact_distance()
-                }
-
-                fn len(&self) -> usize {
-                    self.tables.len()
-                }
-
-                fn memory_bytes(&self) -> usize {
-                    self.tables.memory_bytes()
-                }
-
-                fn compact(&mut self) {
-                    self.tables.compact()
-                }
-
-                fn settle(&mut self) {
-                    self.tables.poll_merge()
-                }
-
-                fn stats(&self) -> IndexStats {
-                    self.tables.stats(self.describe())
-                }
+                delegate_hamming_index!(on_tables);
             }
         };
     };

@@ -52,8 +52,8 @@ mod sorted;
 #[cfg(test)]
 pub(crate) use batch::FORCE_SORTED_SWEEP;
 pub(crate) use index::{
-    query_batch, query_nearest_batch, query_nearest_into, table_index, table_options, Probe,
-    TableIndex, TableOptions,
+    on_tables, query_batch, query_nearest_batch, query_nearest_into, table_index, table_options,
+    Probe, TableIndex, TableOptions,
 };
 pub(crate) use key::{ball_size, directory_bits, KeySpec};
 pub(crate) use query::Radii;

@@ -337,22 +337,20 @@ mod tests {
             assert_eq!(merged.dir_bits, base.dir_bits, "the bulk path ran");
             let fresh = SortedTable::build(key, &fps);
             assert_eq!(merged.dir, fresh.dir);
+            // The (fingerprint, row) entries of `fp`'s run, sorted.
+            let run_of = |table: &SortedTable, fp: u64| {
+                let (s, e) = table.run(key.extract(fp), fp);
+                let mut entries: Vec<(u64, u32)> = table.fps[s..e]
+                    .iter()
+                    .copied()
+                    .zip(table.rows[s..e].iter().copied())
+                    .collect();
+                entries.sort_unstable();
+                entries
+            };
             for (row, &fp) in fps.iter().enumerate() {
-                let (s, e) = merged.run(key.extract(fp), fp);
-                let mut got: Vec<(u64, u32)> = merged.fps[s..e]
-                    .iter()
-                    .copied()
-                    .zip(merged.rows[s..e].iter().copied())
-                    .collect();
-                let (fs, fe) = fresh.run(key.extract(fp), fp);
-                let mut want: Vec<(u64, u32)> = fresh.fps[fs..fe]
-                    .iter()
-                    .copied()
-                    .zip(fresh.rows[fs..fe].iter().copied())
-                    .collect();
-                got.sort_unstable();
-                want.sort_unstable();
-                assert_eq!(got, want);
+                let got = run_of(&merged, fp);
+                assert_eq!(got, run_of(&fresh, fp));
                 assert!(got.contains(&(fp, row as u32)));
             }
         }
