@@ -489,55 +489,53 @@ fn print_index(
     Ok(())
 }
 
-fn print_list(
+/// Writes `title`, then `none`, or `summary` and the first `show` of `items`, quoted, one a
+/// line.
+fn print_quoted(
     out: &mut impl Write,
     title: &str,
-    list: &[String],
+    summary: Option<String>,
+    items: &[String],
     show: usize,
 ) -> anyhow::Result<()> {
-    if list.is_empty() {
+    let Some(summary) = summary else {
         writeln!(out, "{title:<12} none")?;
         return Ok(());
-    }
-    let first = if list.len() > show {
-        format!(" (first {show})")
-    } else {
-        String::new()
     };
-    writeln!(out, "{title:<12} {}{first}:", list.len())?;
-    for s in list.iter().take(show) {
+    writeln!(out, "{title:<12} {summary}:")?;
+    for s in items.iter().take(show) {
         writeln!(out, "  {s:?}")?;
     }
     Ok(())
 }
 
-fn print_edit(
-    out: &mut impl Write,
-    title: &str,
-    shingles: &[String],
-    passages: &[String],
-    show: usize,
-) -> anyhow::Result<()> {
-    if shingles.is_empty() {
-        writeln!(out, "{title:<12} none")?;
-        return Ok(());
-    }
+/// How many items `list` holds, noting when only the first `show` are listed; `None` when
+/// it is empty.
+fn list_summary(list: &[String], show: usize) -> Option<String> {
+    let first = if list.len() > show {
+        format!(" (first {show})")
+    } else {
+        String::new()
+    };
+    (!list.is_empty()).then(|| format!("{}{first}", list.len()))
+}
+
+/// How many distinct shingles one side's edit holds and in how many passages, noting when
+/// only the first `show` passages are listed; `None` when the side has none.
+fn edit_summary(shingles: &[String], passages: &[String], show: usize) -> Option<String> {
     let first = if passages.len() > show {
         format!(", first {show}")
     } else {
         String::new()
     };
-    writeln!(
-        out,
-        "{title:<12} {} shingles in {} passage{}{first}:",
-        shingles.len(),
-        passages.len(),
-        if passages.len() == 1 { "" } else { "s" }
-    )?;
-    for p in passages.iter().take(show) {
-        writeln!(out, "  {p:?}")?;
-    }
-    Ok(())
+    let plural = if passages.len() == 1 { "" } else { "s" };
+    (!shingles.is_empty()).then(|| {
+        format!(
+            "{} shingles in {} passage{plural}{first}",
+            shingles.len(),
+            passages.len()
+        )
+    })
 }
 
 fn print_diff(
@@ -546,11 +544,20 @@ fn print_diff(
     show: usize,
     boilerplate: bool,
 ) -> anyhow::Result<()> {
-    print_edit(out, "only in A", &d.only_a, &d.passages_a, show)?;
-    print_edit(out, "only in B", &d.only_b, &d.passages_b, show)?;
+    for (title, shingles, passages) in [
+        ("only in A", &d.only_a, &d.passages_a),
+        ("only in B", &d.only_b, &d.passages_b),
+    ] {
+        let summary = edit_summary(shingles, passages, show);
+        print_quoted(out, title, summary, passages, show)?;
+    }
     if boilerplate {
-        print_list(out, "boilerplate A", &d.boilerplate_a, show)?;
-        print_list(out, "boilerplate B", &d.boilerplate_b, show)?;
+        for (title, list) in [
+            ("boilerplate A", &d.boilerplate_a),
+            ("boilerplate B", &d.boilerplate_b),
+        ] {
+            print_quoted(out, title, list_summary(list, show), list, show)?;
+        }
     } else {
         writeln!(
             out,

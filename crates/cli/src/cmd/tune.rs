@@ -285,15 +285,14 @@ pub fn plan_line(plan: &LayoutPlan) -> String {
     )
 }
 
+/// `bytes` in the largest binary unit (up to TiB) it fills at least once, to one decimal.
 fn human_bytes(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = bytes as f64;
-    let mut unit = 0;
-    while v >= 1024.0 && unit + 1 < UNITS.len() {
-        v /= 1024.0;
-        unit += 1;
-    }
-    format!("{v:.1} {}", UNITS[unit])
+    // Each unit is 2^10 of the one before, so the unit is a tenth of the binary logarithm;
+    // dividing by a power of two is exact, as repeated halving would be.
+    let unit = (bytes.checked_ilog2().unwrap_or(0) / 10).min(4);
+    let v = bytes as f64 / (1u64 << (10 * unit)) as f64;
+    format!("{v:.1} {}", UNITS[unit as usize])
 }
 
 fn human_ns(ns: f64) -> String {

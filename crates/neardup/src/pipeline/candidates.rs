@@ -374,26 +374,20 @@ impl<S: Store> Deduper<S> {
 
     /// Rebuilds the index with a larger layout when the store outgrows the plan.
     pub(super) fn grow_index_for(&mut self, incoming: usize) -> Result<()> {
-        let need = (self.index.len() + incoming) as u64;
-        if need > self.index_planned_for.saturating_mul(4) {
-            self.index_planned_for = need.saturating_mul(2);
+        if let Some(planned) = outgrown(&self.index, incoming, self.index_planned_for) {
+            self.index_planned_for = planned;
             self.index = self.rebuilt(
                 &self.index,
                 Features::Words,
-                self.index_planned_for,
+                planned,
                 self.rule.max_distance,
             )?;
         }
         if let ShortText::CharNgrams { max_distance, .. } = self.rule.short_text {
-            let need = (self.short_index.len() + incoming) as u64;
-            if need > self.short_planned_for.saturating_mul(4) {
-                self.short_planned_for = need.saturating_mul(2);
-                self.short_index = self.rebuilt(
-                    &self.short_index,
-                    Features::Chars,
-                    self.short_planned_for,
-                    max_distance,
-                )?;
+            if let Some(planned) = outgrown(&self.short_index, incoming, self.short_planned_for) {
+                self.short_planned_for = planned;
+                self.short_index =
+                    self.rebuilt(&self.short_index, Features::Chars, planned, max_distance)?;
             }
         }
         Ok(())
@@ -451,4 +445,12 @@ impl<S: Store> Deduper<S> {
         self.index.settle();
         self.short_index.settle();
     }
+}
+
+/// The number of fingerprints to lay `index` out for again when `incoming` more records
+/// take it past four times the `planned` layout (twice what it will then hold), or `None`
+/// while the layout still fits.
+fn outgrown(index: &AutoIndex, incoming: usize, planned: u64) -> Option<u64> {
+    let need = (index.len() + incoming) as u64;
+    (need > planned.saturating_mul(4)).then(|| need.saturating_mul(2))
 }

@@ -153,44 +153,44 @@ fn in_head(name: &[u8]) -> bool {
     )
 }
 
+/// `<h1>` to `<h6>`: blocks, and among the elements that end an `<svg>`.
+fn is_heading(name: &[u8]) -> bool {
+    matches!(name, b"h1" | b"h2" | b"h3" | b"h4" | b"h5" | b"h6")
+}
+
 /// Elements after which a line break separates words.
 fn is_block(name: &[u8]) -> bool {
-    matches!(
-        name,
-        b"p" | b"div"
-            | b"br"
-            | b"li"
-            | b"ul"
-            | b"ol"
-            | b"h1"
-            | b"h2"
-            | b"h3"
-            | b"h4"
-            | b"h5"
-            | b"h6"
-            | b"tr"
-            | b"td"
-            | b"th"
-            | b"table"
-            | b"section"
-            | b"article"
-            | b"main"
-            | b"blockquote"
-            | b"pre"
-            | b"dl"
-            | b"dd"
-            | b"dt"
-            | b"figure"
-            | b"figcaption"
-            | b"caption"
-            | b"details"
-            | b"summary"
-            | b"address"
-            | b"fieldset"
-            | b"center"
-            | b"hr"
-            | b"title"
-    )
+    is_heading(name)
+        || matches!(
+            name,
+            b"p" | b"div"
+                | b"br"
+                | b"li"
+                | b"ul"
+                | b"ol"
+                | b"tr"
+                | b"td"
+                | b"th"
+                | b"table"
+                | b"section"
+                | b"article"
+                | b"main"
+                | b"blockquote"
+                | b"pre"
+                | b"dl"
+                | b"dd"
+                | b"dt"
+                | b"figure"
+                | b"figcaption"
+                | b"caption"
+                | b"details"
+                | b"summary"
+                | b"address"
+                | b"fieldset"
+                | b"center"
+                | b"hr"
+                | b"title"
+        )
 }
 
 /// Elements a start tag of the same name closes when it is the current one (their end tags
@@ -205,51 +205,46 @@ fn closes_itself(name: &[u8]) -> bool {
 /// HTML elements whose start tag in an `<svg>` ends it (the tree builder's "breakout" from
 /// foreign content).
 fn breaks_out_of_svg(name: &[u8]) -> bool {
-    matches!(
-        name,
-        b"b" | b"big"
-            | b"blockquote"
-            | b"body"
-            | b"br"
-            | b"center"
-            | b"code"
-            | b"dd"
-            | b"div"
-            | b"dl"
-            | b"dt"
-            | b"em"
-            | b"embed"
-            | b"h1"
-            | b"h2"
-            | b"h3"
-            | b"h4"
-            | b"h5"
-            | b"h6"
-            | b"hr"
-            | b"i"
-            | b"img"
-            | b"li"
-            | b"listing"
-            | b"menu"
-            | b"meta"
-            | b"nobr"
-            | b"ol"
-            | b"p"
-            | b"pre"
-            | b"ruby"
-            | b"s"
-            | b"small"
-            | b"span"
-            | b"strong"
-            | b"strike"
-            | b"sub"
-            | b"sup"
-            | b"table"
-            | b"tt"
-            | b"u"
-            | b"ul"
-            | b"var"
-    )
+    is_heading(name)
+        || matches!(
+            name,
+            b"b" | b"big"
+                | b"blockquote"
+                | b"body"
+                | b"br"
+                | b"center"
+                | b"code"
+                | b"dd"
+                | b"div"
+                | b"dl"
+                | b"dt"
+                | b"em"
+                | b"embed"
+                | b"hr"
+                | b"i"
+                | b"img"
+                | b"li"
+                | b"listing"
+                | b"menu"
+                | b"meta"
+                | b"nobr"
+                | b"ol"
+                | b"p"
+                | b"pre"
+                | b"ruby"
+                | b"s"
+                | b"small"
+                | b"span"
+                | b"strong"
+                | b"strike"
+                | b"sub"
+                | b"sup"
+                | b"table"
+                | b"tt"
+                | b"u"
+                | b"ul"
+                | b"var"
+        )
 }
 
 /// How far below the current element an end tag of an untracked element looks for its

@@ -114,14 +114,20 @@ fn unicode_classes() -> &'static [u8; 0x4000] {
 
 const CLASSES: [Class; 4] = [Class::Break, Class::Word, Class::Joiner, Class::Single];
 
+/// The class of an ASCII character, the same under every rule.
+#[inline]
+fn ascii_class(c: char) -> Class {
+    if ASCII_WORD[c as usize] {
+        Class::Word
+    } else {
+        Class::Break
+    }
+}
+
 #[inline]
 fn classify(c: char, rule: TokenRule) -> Class {
     if c.is_ascii() {
-        return if ASCII_WORD[c as usize] {
-            Class::Word
-        } else {
-            Class::Break
-        };
+        return ascii_class(c);
     }
     let cp = c as u32;
     if rule != TokenRule::PythonWord && cp < 0x1_0000 {
@@ -137,11 +143,7 @@ fn classify_unicode_slow(c: char) -> Class {
 
 fn classify_slow(c: char, rule: TokenRule) -> Class {
     if c.is_ascii() {
-        return if ASCII_WORD[c as usize] {
-            Class::Word
-        } else {
-            Class::Break
-        };
+        return ascii_class(c);
     }
     match rule {
         TokenRule::Unicode | TokenRule::UnicodeJieba | TokenRule::Characters => {
