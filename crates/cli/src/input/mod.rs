@@ -35,6 +35,26 @@ pub use self::mmap::release_pages;
 pub use self::read::{for_each, for_each_item};
 pub use self::record::{mirror_host, parse_json_line, Item};
 
+/// The string `fields` of one JSON Lines record, read as the JSON Lines reader reads them:
+/// the flat-object scan, or serde_json alone with `serde_only`. `None` for a field that is
+/// absent, null or blank. For the JSON benchmark, which holds the scan against serde_json
+/// and the SIMD JSON crates on the same records.
+///
+/// # Errors
+/// The reader's reject reason: the line is not a JSON object, or a field is not a string.
+pub fn json_string_fields(
+    line: &str,
+    fields: &[&str],
+    serde_only: bool,
+) -> Result<Vec<Option<String>>, String> {
+    let members = if serde_only {
+        json::Members::parse_with_serde(line)?
+    } else {
+        json::Members::parse(line)?
+    };
+    fields.iter().map(|f| members.string(f)).collect()
+}
+
 /// Text fields read from a JSONL record when none are named (seed 000's `content_text`,
 /// plus a plain `text`).
 pub const DEFAULT_TEXT_FIELDS: [&str; 4] = ["title", "description", "body_text", "text"];
