@@ -32,6 +32,9 @@
 //! of the guide this project started from bit for bit, so its stored fingerprints stay valid.
 #![deny(missing_docs)]
 
+#[macro_use]
+mod macros;
+
 pub mod error;
 pub mod exact;
 pub mod features;

@@ -32,50 +32,31 @@ impl Default for SimHasherBuilder {
 }
 
 impl SimHasherBuilder {
-    /// The feature hash (default xxh3).
-    pub fn hash(mut self, hash: HashAlgo) -> Self {
-        self.hash = hash;
-        self
-    }
+    setters! {
+        /// The feature hash (default xxh3).
+        hash(hash: HashAlgo);
 
-    /// Tokens per shingle (default 4; 1 is a bag of words).
-    pub fn shingle_width(mut self, width: usize) -> Self {
-        self.shingle_width = width;
-        self
-    }
+        /// Tokens per shingle (default 4; 1 is a bag of words).
+        shingle_width(shingle_width: usize);
 
-    /// Fingerprint width (default 64 bits).
-    pub fn bits(mut self, bits: FingerprintBits) -> Self {
-        self.bits = bits;
-        self
-    }
+        /// Fingerprint width (default 64 bits).
+        bits(bits: FingerprintBits);
 
-    /// Shingle weighting (default term frequency).
-    pub fn weighting(mut self, weighting: Weighting) -> Self {
-        self.weighting = weighting;
-        self
-    }
+        /// Shingle weighting (default term frequency).
+        weighting(weighting: Weighting);
 
-    /// The tokenisation rule (default: [`TokenRule::Unicode`]; the `blake2b` profile always
-    /// uses [`TokenRule::PythonWord`]). [`TokenRule::UnicodeJieba`] segments Chinese into
-    /// words, [`TokenRule::Characters`] makes character n-grams (short text).
-    pub fn tokens(mut self, rule: TokenRule) -> Self {
-        self.tokens = Some(rule);
-        self
-    }
+        /// The tokenisation rule (default: [`TokenRule::Unicode`]; the `blake2b` profile always
+        /// uses [`TokenRule::PythonWord`]). [`TokenRule::UnicodeJieba`] segments Chinese into
+        /// words, [`TokenRule::Characters`] makes character n-grams (short text).
+        tokens(tokens: TokenRule) => Some;
 
-    /// Leave shingles made only of the record's language's stopwords out of the vote
-    /// (weight 0); the language is detected per record. Default off.
-    pub fn stopwords(mut self, on: bool) -> Self {
-        self.stopwords = on;
-        self
-    }
+        /// Leave shingles made only of the record's language's stopwords out of the vote
+        /// (weight 0); the language is detected per record. Default off.
+        stopwords(stopwords: bool);
 
-    /// Detect each record's language and script in [`SimHasher::analyze`] (it does not change
-    /// fingerprints). Default off; implied by [`stopwords`](Self::stopwords).
-    pub fn detect_language(mut self, on: bool) -> Self {
-        self.detect_language = on;
-        self
+        /// Detect each record's language and script in [`SimHasher::analyze`] (it does not change
+        /// fingerprints). Default off; implied by [`stopwords`](Self::stopwords).
+        detect_language(detect_language: bool);
     }
 
     /// Validates the configuration.

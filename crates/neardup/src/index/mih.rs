@@ -47,22 +47,16 @@ impl MihIndexBuilder {
         }
     }
 
-    /// Overrides the automatic choice: this many substrings (1 to 64).
-    pub fn substrings(&mut self, substrings: u32) -> &mut Self {
-        self.substrings = Some(substrings);
-        self
-    }
+    setters! {
+        &mut;
+        /// Overrides the automatic choice: this many substrings (1 to 64).
+        substrings(substrings: u32) => Some;
 
-    /// The number of fingerprints the substring count is chosen for.
-    pub fn expected_len(&mut self, fingerprints: u64) -> &mut Self {
-        self.expected_len = fingerprints;
-        self
-    }
+        /// The number of fingerprints the substring count is chosen for.
+        expected_len(expected_len: u64);
 
-    /// The radius (bits) the substring count is tuned for; every radius stays exact.
-    pub fn max_distance(&mut self, bits: u32) -> &mut Self {
-        self.max_distance = bits;
-        self
+        /// The radius (bits) the substring count is tuned for; every radius stays exact.
+        max_distance(max_distance: u32);
     }
 
     table_options!();

@@ -45,29 +45,20 @@ impl PermutedIndexBuilder {
         }
     }
 
-    /// The largest radius queries will use (bits).
-    pub fn max_distance(&mut self, bits: u32) -> &mut Self {
-        self.max_distance = bits;
-        self
-    }
+    setters! {
+        &mut;
+        /// The largest radius queries will use (bits).
+        max_distance(max_distance: u32);
 
-    /// The number of fingerprints the layout is chosen for (when no blocks are given).
-    pub fn expected_len(&mut self, fingerprints: u64) -> &mut Self {
-        self.expected_len = fingerprints;
-        self
-    }
+        /// The number of fingerprints the layout is chosen for (when no blocks are given).
+        expected_len(expected_len: u64);
 
-    /// Overrides the automatic layout: this many first-level blocks.
-    pub fn blocks(&mut self, blocks: u32) -> &mut Self {
-        self.blocks = Some(blocks);
-        self
-    }
+        /// Overrides the automatic layout: this many first-level blocks.
+        blocks(blocks: u32) => Some;
 
-    /// Overrides the automatic layout: split the free blocks again into this many blocks
-    /// (requires [`PermutedIndexBuilder::blocks`]).
-    pub fn second_level_blocks(&mut self, blocks: u32) -> &mut Self {
-        self.second_level_blocks = Some(blocks);
-        self
+        /// Overrides the automatic layout: split the free blocks again into this many blocks
+        /// (requires [`PermutedIndexBuilder::blocks`]).
+        second_level_blocks(second_level_blocks: u32) => Some;
     }
 
     table_options!();

@@ -26,30 +26,20 @@ pub struct DeduperBuilder {
 pub const DEFAULT_SET_CACHE_BYTES: u64 = 256 << 20;
 
 impl DeduperBuilder {
-    /// The fingerprint profile.
-    pub fn hasher(mut self, hasher: SimHasher) -> Self {
-        self.hasher = hasher;
-        self
-    }
+    setters! {
+        /// The fingerprint profile.
+        hasher(hasher: SimHasher);
 
-    /// The decision thresholds.
-    pub fn rule(mut self, rule: Rule) -> Self {
-        self.rule = rule;
-        self
-    }
+        /// The decision thresholds.
+        rule(rule: Rule);
 
-    /// How many records the index should be laid out for (beyond those stored).
-    pub fn expected_records(mut self, n: u64) -> Self {
-        self.expected_records = n;
-        self
-    }
+        /// How many records the index should be laid out for (beyond those stored).
+        expected_records(expected_records: u64);
 
-    /// How many bytes of verification sets read back from the store are kept in memory for
-    /// the next candidate that needs them (default [`DEFAULT_SET_CACHE_BYTES`]; 0 for none).
-    /// Unused with a store that keeps its sets in memory itself.
-    pub fn set_cache_bytes(mut self, bytes: u64) -> Self {
-        self.set_cache_bytes = bytes;
-        self
+        /// How many bytes of verification sets read back from the store are kept in memory for
+        /// the next candidate that needs them (default [`DEFAULT_SET_CACHE_BYTES`]; 0 for none).
+        /// Unused with a store that keeps its sets in memory itself.
+        set_cache_bytes(set_cache_bytes: u64);
     }
 
     /// Opens the pipeline over `store`: checks the profile and rebuilds the index.

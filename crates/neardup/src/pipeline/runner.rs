@@ -240,28 +240,21 @@ impl<'d, St: Store> Runner<'d, St> {
         Ok(self.pool.clone().expect("set above"))
     }
 
-    /// Analyses on `pool` instead. Analysis needs a pool of its own: the deduper's index
-    /// merges use rayon's global pool, and a job queued on a pool busy with a chunk's
-    /// analysis would wait for all of it.
-    pub fn analysis_pool(mut self, pool: Arc<rayon::ThreadPool>) -> Self {
-        self.pool = Some(pool);
-        self
-    }
+    setters! {
+        /// Analyses on `pool` instead. Analysis needs a pool of its own: the deduper's index
+        /// merges use rayon's global pool, and a job queued on a pool busy with a chunk's
+        /// analysis would wait for all of it.
+        analysis_pool(pool: Arc<rayon::ThreadPool>) => Some;
 
-    /// The time the run's records are first seen at, when they carry none (default: when
-    /// the runner was made).
-    pub fn now(mut self, now: Timestamp) -> Self {
-        self.now = now;
-        self
-    }
+        /// The time the run's records are first seen at, when they carry none (default: when
+        /// the runner was made).
+        now(now: Timestamp);
 
-    /// About how many records the input holds (the deduper was opened for them, see
-    /// [`DeduperBuilder::expected_records`](super::DeduperBuilder::expected_records)): a
-    /// deduper opened anew after a conflict grows for them.
-    /// [`learn_boilerplate`](Self::learn_boilerplate) counts them.
-    pub fn expected_records(mut self, records: u64) -> Self {
-        self.expected = records;
-        self
+        /// About how many records the input holds (the deduper was opened for them, see
+        /// [`DeduperBuilder::expected_records`](super::DeduperBuilder::expected_records)): a
+        /// deduper opened anew after a conflict grows for them.
+        /// [`learn_boilerplate`](Self::learn_boilerplate) counts them.
+        expected_records(expected: u64);
     }
 
     /// The deduper the run decides with (after a conflict, the one opened anew).

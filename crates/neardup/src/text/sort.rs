@@ -293,15 +293,24 @@ mod tests {
         check((0..100_000u64).rev().map(|i| i << 40).collect());
     }
 
+    /// Skewed values (all in one slot's run, 0 among them) and uniform ones, repeated one to
+    /// three times.
+    fn skewed_and_uniform() -> impl Strategy<Value = Vec<u64>> {
+        let skewed = prop::sample::select(vec![0u64, 1, u64::MAX, 1 << 63, 42]);
+        (
+            prop::collection::vec(skewed, 0..50),
+            prop::collection::vec(any::<u64>(), 0..2000),
+            1usize..4,
+        )
+            .prop_map(|(v, w, repeat)| {
+                let n = (v.len() + w.len()) * repeat;
+                v.iter().chain(&w).copied().cycle().take(n).collect()
+            })
+    }
+
     proptest! {
         #[test]
-        fn distinct_table_keeps_each_value_once_in_first_order(
-            v in prop::collection::vec(prop::sample::select(vec![0u64, 1, u64::MAX, 1 << 63, 42]), 0..50),
-            w in prop::collection::vec(any::<u64>(), 0..2000),
-            repeat in 1usize..4,
-        ) {
-            // Skewed values (all in one slot's run, 0 among them) and uniform ones, repeated.
-            let src: Vec<u64> = v.iter().chain(&w).copied().cycle().take((v.len() + w.len()) * repeat).collect();
+        fn distinct_table_keeps_each_value_once_in_first_order(src in skewed_and_uniform()) {
             // Stale contents must not matter.
             let mut table = DistinctTable { values: vec![7u64; 3] };
             let mut out = vec![99];
@@ -314,11 +323,8 @@ mod tests {
 
         #[test]
         fn sort_distinct_counted_keeps_each_value_once_in_order_and_counts_repeats(
-            v in prop::collection::vec(prop::sample::select(vec![0u64, 1, u64::MAX, 1 << 63, 42]), 0..50),
-            w in prop::collection::vec(any::<u64>(), 0..2000),
-            repeat in 1usize..4,
+            src in skewed_and_uniform(),
         ) {
-            let src: Vec<u64> = v.iter().chain(&w).copied().cycle().take((v.len() + w.len()) * repeat).collect();
             let mut want = src.clone();
             want.sort_unstable();
             want.dedup();
