@@ -69,6 +69,24 @@ struct Doc {
     facts: RecordFacts,
 }
 
+/// One line of the pairs file: `neardup tune` reads it once a person (or `--auto-jaccard`)
+/// has set `duplicate`.
+#[derive(serde::Serialize)]
+struct PairLine<'a> {
+    a_id: &'a str,
+    b_id: &'a str,
+    distance: u32,
+    /// Rounded to four decimals.
+    jaccard: f64,
+    /// The distance bucket the pair was sampled from, or `"far"`.
+    bucket: serde_json::Value,
+    /// The sampling weight (pairs of its bucket per pair sampled).
+    weight: f64,
+    duplicate: Option<bool>,
+    a: &'a str,
+    b: &'a str,
+}
+
 pub fn run(args: &LabelArgs) -> anyhow::Result<ExitCode> {
     if let Some(j) = args.auto_jaccard {
         if !(0.0..=1.0).contains(&j) {
@@ -166,20 +184,19 @@ pub fn run(args: &LabelArgs) -> anyhow::Result<ExitCode> {
         let j = id_jaccard(&a.facts.shingle_ids, &b.facts.shingle_ids);
         let duplicate = args.auto_jaccard.map(|t| j >= t);
         auto_duplicates += usize::from(duplicate == Some(true));
-        let s = |v: &str| serde_json::to_string(v).expect("a string serialises");
-        writeln!(
-            out,
-            "{{\"a_id\":{},\"b_id\":{},\"distance\":{},\"jaccard\":{:.4},\"bucket\":{},\"weight\":{},\"duplicate\":{},\"a\":{},\"b\":{}}}",
-            s(&a.id),
-            s(&b.id),
-            p.distance,
-            j,
-            p.bucket.map_or_else(|| "\"far\"".to_owned(), |b| b.to_string()),
-            serde_json::to_string(&p.weight())?,
-            duplicate.map_or_else(|| "null".to_owned(), |d| d.to_string()),
-            s(&a.text),
-            s(&b.text),
-        )?;
+        let line = PairLine {
+            a_id: &a.id,
+            b_id: &b.id,
+            distance: p.distance,
+            jaccard: (j * 1e4).round() / 1e4,
+            bucket: p.bucket.map_or_else(|| "far".into(), Into::into),
+            weight: p.weight(),
+            duplicate,
+            a: &a.text,
+            b: &b.text,
+        };
+        serde_json::to_writer(&mut out, &line)?;
+        out.write_all(b"\n")?;
         match per_bucket.last_mut() {
             Some(last) if last.0 == p.bucket => last.1 += 1,
             _ => per_bucket.push((p.bucket, 1, p.weight_numerator)),
