@@ -15,7 +15,7 @@ use pyo3::types::{PyDict, PyString};
 
 use crate::errors::IntoPy;
 use crate::options::{self, ProfileOptions};
-use crate::records::{chunked, read_records, text_fields, Item, Items, Names};
+use crate::records::{chunked, read_records, Item, Items, Names};
 use crate::rows::Rows;
 use crate::texts::not_a_text;
 
@@ -89,7 +89,7 @@ fn open_store(
 #[pymethods]
 impl Deduper {
     #[new]
-    #[pyo3(signature = (store=None, *, max_distance=16, min_jaccard=0.8, min_words=1, linkage="single", chain_floor=0.5, min_cluster_jaccard=0.74, cluster_quorum=0.75, short_text="chars", boilerplate=false, boilerplate_share=0.05, boilerplate_min_pages=20, boilerplate_min_count=neardup::text::DEFAULT_MIN_COUNT, profile="xxh3", shingle=4, bits=64, weighting="tf", tokens="words", stopwords=false, idf=None, detect_language=true, threads=None))]
+    #[pyo3(signature = (store=None, *, max_distance=16, min_jaccard=0.8, min_words=1, linkage="single", chain_floor=0.5, min_cluster_jaccard=0.74, cluster_quorum=0.75, short_text="chars", boilerplate=false, boilerplate_share=0.05, boilerplate_min_pages=20, boilerplate_min_count=neardup::text::DEFAULT_MIN_COUNT, detect_language=true, threads=None, **profile))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -106,15 +106,9 @@ impl Deduper {
         boilerplate_share: f64,
         boilerplate_min_pages: u64,
         boilerplate_min_count: u64,
-        profile: &str,
-        shingle: usize,
-        bits: u32,
-        weighting: &str,
-        tokens: &str,
-        stopwords: bool,
-        idf: Option<PathBuf>,
         detect_language: bool,
         threads: Option<usize>,
+        profile: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
         let linkage = match linkage {
             "single" => Linkage::Single,
@@ -146,8 +140,7 @@ impl Deduper {
             ..Rule::default()
         };
         rule.validate().py_err()?;
-        let profile =
-            ProfileOptions::new(profile, shingle, bits, weighting, idf, tokens, stopwords);
+        let profile = ProfileOptions::from_kwargs(profile)?;
         profile.builder()?;
         let config = Config {
             profile,
@@ -220,13 +213,7 @@ impl Deduper {
         first_seen: &str,
         strict: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let fields = text_fields(text)?;
-        let names = Names {
-            id,
-            text: &fields,
-            url,
-            first_seen,
-        };
+        let names = Names::new(id, text, url, first_seen)?;
         let items = read_records(py, records, &names)?;
         let (config, store, pool) = (&self.config, &self.store, self.pool.clone());
         let rows = py.detach(|| -> PyResult<Rows> {

@@ -1,7 +1,6 @@
 //! `Fingerprinter`, `fingerprint`, `shingle_hashes` and `jaccard`: the CLI's fingerprints
 //! and shingles, bit for bit.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use neardup::{Scratch, SimHasher};
@@ -9,17 +8,17 @@ use numpy::ndarray::Array2;
 use numpy::{PyArray1, PyArray2, PyArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyString;
+use pyo3::types::{PyDict, PyString};
 
 use crate::options::{self, ProfileOptions};
 use crate::texts::Texts;
 
 /// A fingerprint configuration, reusable across calls.
 ///
-/// Fingerprinter(profile="xxh3", shingle=4, bits=64, weighting="tf", tokens="words",
+/// Fingerprinter(*, profile="xxh3", shingle=4, bits=64, weighting="tf", tokens="words",
 ///               stopwords=False, idf=None, threads=None)
 ///
-/// The options are those of `neardup dedup` (`--profile`, `--shingle-width`, `--bits`,
+/// The options (keywords only) are those of `neardup dedup` (`--profile`, `--shingle-width`, `--bits`,
 /// `--weighting`, `--tokens`, `--stopwords`, `--idf`); `threads` sizes a pool of its own for
 /// batch calls (default: one thread per core).
 #[pyclass(frozen, module = "neardup")]
@@ -31,20 +30,9 @@ pub struct Fingerprinter {
 #[pymethods]
 impl Fingerprinter {
     #[new]
-    #[pyo3(signature = (profile="xxh3", shingle=4, bits=64, weighting="tf", tokens="words", stopwords=false, idf=None, threads=None))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        profile: &str,
-        shingle: usize,
-        bits: u32,
-        weighting: &str,
-        tokens: &str,
-        stopwords: bool,
-        idf: Option<PathBuf>,
-        threads: Option<usize>,
-    ) -> PyResult<Self> {
-        let options =
-            ProfileOptions::new(profile, shingle, bits, weighting, idf, tokens, stopwords);
+    #[pyo3(signature = (*, threads=None, **profile))]
+    fn new(threads: Option<usize>, profile: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let options = ProfileOptions::from_kwargs(profile)?;
         Ok(Fingerprinter {
             hasher: options.hasher()?,
             pool: options::pool(threads)?,
@@ -141,23 +129,14 @@ fn fingerprints<'py>(
 /// `neardup fingerprint` makes them: a `numpy.uint64` array, shape (n,) for 64 bits and
 /// (n, 2) (high, low) for 128. Use a `Fingerprinter` to reuse a configuration.
 #[pyfunction]
-#[pyo3(signature = (texts, *, profile="xxh3", shingle=4, bits=64, weighting="tf", tokens="words", stopwords=false, idf=None, threads=None))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (texts, *, threads=None, **profile))]
 pub fn fingerprint<'py>(
     py: Python<'py>,
     texts: &Bound<'py, PyAny>,
-    profile: &str,
-    shingle: usize,
-    bits: u32,
-    weighting: &str,
-    tokens: &str,
-    stopwords: bool,
-    idf: Option<PathBuf>,
     threads: Option<usize>,
+    profile: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let f = Fingerprinter::new(
-        profile, shingle, bits, weighting, tokens, stopwords, idf, threads,
-    )?;
+    let f = Fingerprinter::new(threads, profile)?;
     let texts = Texts::from_py(texts, "texts")?;
     fingerprints(py, &f.hasher, &f.pool, &texts)
 }

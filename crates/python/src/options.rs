@@ -7,8 +7,9 @@ use std::sync::Arc;
 use neardup::fingerprint::SimHasherBuilder;
 use neardup::text::TokenRule;
 use neardup::{FingerprintBits, HashAlgo, IdfTable, SimHasher, Weighting};
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 
 use crate::errors::IntoPy;
 
@@ -40,25 +41,32 @@ impl Default for ProfileOptions {
 }
 
 impl ProfileOptions {
-    /// The options as the Python signatures take them (`profile="xxh3", shingle=4, ...`).
-    pub fn new(
-        profile: &str,
-        shingle: usize,
-        bits: u32,
-        weighting: &str,
-        idf: Option<PathBuf>,
-        tokens: &str,
-        stopwords: bool,
-    ) -> ProfileOptions {
-        ProfileOptions {
-            profile: profile.into(),
-            shingle,
-            bits,
-            weighting: weighting.into(),
-            idf,
-            tokens: tokens.into(),
-            stopwords,
+    /// The options from a call's profile keywords (`**profile`: `profile="xxh3"`,
+    /// `shingle=4`, `bits=64`, `weighting="tf"`, `tokens="words"`, `stopwords=False`,
+    /// `idf=None`), the CLI's defaults for those not given. The one place the profile's
+    /// keywords are named, for every class and function that takes them: an unknown keyword
+    /// is a `TypeError`, a value of the wrong type one naming its keyword.
+    pub fn from_kwargs(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<ProfileOptions> {
+        let mut o = ProfileOptions::default();
+        for (key, value) in kwargs.into_iter().flat_map(|k| k.iter()) {
+            let key: String = key.extract()?;
+            let typed = |e: PyErr| PyTypeError::new_err(format!("{key}: {e}"));
+            match key.as_str() {
+                "profile" => o.profile = value.extract().map_err(typed)?,
+                "shingle" => o.shingle = value.extract().map_err(typed)?,
+                "bits" => o.bits = value.extract().map_err(typed)?,
+                "weighting" => o.weighting = value.extract().map_err(typed)?,
+                "tokens" => o.tokens = value.extract().map_err(typed)?,
+                "stopwords" => o.stopwords = value.extract().map_err(typed)?,
+                "idf" => o.idf = value.extract().map_err(typed)?,
+                _ => {
+                    return Err(PyTypeError::new_err(format!(
+                        "got an unexpected keyword argument '{key}'"
+                    )))
+                }
+            }
         }
+        Ok(o)
     }
 
     /// The hasher builder these options describe, or a `ValueError` naming the option.

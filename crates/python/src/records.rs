@@ -19,9 +19,26 @@ const BATCH: usize = 4096;
 /// The field names `process` reads.
 pub(crate) struct Names<'a> {
     pub(crate) id: &'a str,
-    pub(crate) text: &'a [String],
+    pub(crate) text: Vec<String>,
     pub(crate) url: &'a str,
     pub(crate) first_seen: &'a str,
+}
+
+impl<'a> Names<'a> {
+    /// The names a call gives (`text=` as [`text_fields`] reads it).
+    pub(crate) fn new(
+        id: &'a str,
+        text: Option<&Bound<'_, PyAny>>,
+        url: &'a str,
+        first_seen: &'a str,
+    ) -> PyResult<Names<'a>> {
+        Ok(Names {
+            id,
+            text: text_fields(text)?,
+            url,
+            first_seen,
+        })
+    }
 }
 
 /// The text fields read when `text=` is not given, whichever a record has, as the CLI's
@@ -29,7 +46,7 @@ pub(crate) struct Names<'a> {
 pub(crate) const DEFAULT_TEXT_FIELDS: [&str; 4] = ["title", "description", "body_text", "text"];
 
 /// `text=`: one field name or a list of them (default [`DEFAULT_TEXT_FIELDS`]).
-pub(crate) fn text_fields(text: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<String>> {
+fn text_fields(text: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<String>> {
     let Some(text) = text else {
         return Ok(DEFAULT_TEXT_FIELDS.iter().map(|&s| s.to_owned()).collect());
     };
@@ -172,7 +189,7 @@ pub(crate) fn record_of_dict(
         return Ok(Err(reject(None, pos, why)));
     }
     let mut fields = Vec::with_capacity(names.text.len());
-    for name in names.text {
+    for name in &names.text {
         let text = match dict.get_item(name.as_str())? {
             None => None,
             Some(v) if v.is_none() => None,
@@ -194,7 +211,7 @@ pub(crate) fn record_of_dict(
     }
     fields.retain(|f| !f.text.trim().is_empty());
     if fields.is_empty() {
-        let why = format!("no text: {} missing or empty", quoted(names.text));
+        let why = format!("no text: {} missing or empty", quoted(&names.text));
         return Ok(Err(reject(Some(id), pos, why)));
     }
     let url = optional_str(dict, names.url)?;
@@ -270,7 +287,7 @@ pub(crate) fn read_batch(
             .all(|(a, b)| a == b);
     let mut text_names = Vec::new();
     let mut texts = Vec::new();
-    for n in names.text {
+    for n in &names.text {
         match column(n) {
             Some(c) => {
                 check_strings(&c, n)?;
@@ -288,7 +305,7 @@ pub(crate) fn read_batch(
     if texts.is_empty() {
         return Err(PyValueError::new_err(format!(
             "no text column: none of {} (pass text=NAME)",
-            quoted(names.text)
+            quoted(&names.text)
         )));
     }
     let urls = column(names.url);

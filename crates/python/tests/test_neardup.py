@@ -116,6 +116,16 @@ def test_options_are_checked():
         neardup.Fingerprinter(threads=0)
     assert neardup.Fingerprinter().profile == "neardup/4/xxh3/w4/b64/tf"
     assert neardup.Fingerprinter(shingle=3, weighting="presence").profile.endswith("/w3/b64/presence")
+    # The profile's keywords are read in one place for every class and function.
+    with pytest.raises(TypeError, match="unexpected keyword argument 'shingles'"):
+        neardup.fingerprint(["a b c d e"], shingles=3)
+    with pytest.raises(TypeError, match="shingle: "):
+        neardup.Deduper(shingle="four")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'max_distanc'"):
+        neardup.Deduper(max_distanc=3)
+    assert neardup.Deduper(shingle=3, bits=128).profile == neardup.Fingerprinter(shingle=3, bits=128).profile
+    with pytest.raises(TypeError):
+        neardup.Fingerprinter("xxh3")
 
 
 def test_shingles_and_jaccard_are_the_verification_sets():

@@ -24,6 +24,7 @@ class Fingerprinter:
 
     def __init__(
         self,
+        *,
         profile: str = "xxh3",
         shingle: int = 4,
         bits: int = 64,
