@@ -4,7 +4,7 @@
 /// Builder setters that store their argument in a field of the same name, each with its
 /// doc comment:
 ///
-/// ```ignore
+/// ```text
 /// setters! {
 ///     /// Tokens per shingle.
 ///     shingle_width(shingle_width: usize);
