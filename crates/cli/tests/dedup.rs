@@ -1119,3 +1119,98 @@ fn max_candidates_bounds_the_pairs_verified_not_the_clusters() {
     assert_ne!(zero.code, 0);
     assert_contains(&zero.stderr, "--max-candidates");
 }
+
+/// A copy of Rust `source` as someone hiding it would make it: every word that is not a
+/// keyword or a primitive type renamed (identifiers, types, macro names, words in strings
+/// alike), comments dropped, the indentation halved and blank lines added.
+fn disguised(source: &str) -> String {
+    const KEYWORDS: [&str; 52] = [
+        "as", "break", "const", "continue", "crate", "dyn", "else", "enum", "extern", "false",
+        "fn", "for", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub",
+        "ref", "return", "self", "Self", "static", "struct", "super", "trait", "true", "type",
+        "unsafe", "use", "where", "while", "async", "await", "u8", "u16", "u32", "u64", "u128",
+        "usize", "i8", "i16", "i32", "i64", "i128", "isize", "bool", "char",
+    ];
+    let mut out = String::new();
+    for line in source.lines() {
+        let code = line.trim_start();
+        if code.starts_with("//") {
+            continue;
+        }
+        out.push_str(&" ".repeat((line.len() - code.len()) / 2));
+        let mut word = String::new();
+        for c in code.chars().chain(std::iter::once('\n')) {
+            if c.is_alphanumeric() || c == '_' {
+                word.push(c);
+                continue;
+            }
+            let starts_alpha = word.starts_with(|c: char| c.is_alphabetic() || c == '_');
+            if starts_alpha && !KEYWORDS.contains(&word.as_str()) {
+                word.push_str("_v2");
+            }
+            out.push_str(&word);
+            word.clear();
+            out.push(c);
+        }
+        if out.len().is_multiple_of(7) {
+            out.push('\n');
+        }
+    }
+    out
+}
+
+#[test]
+fn code_mode_reads_a_directorys_sources_and_merges_a_renamed_copy_word_mode_misses() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../neardup/src");
+    let original = std::fs::read_to_string(src.join("index/linear.rs")).unwrap();
+    let other = std::fs::read_to_string(src.join("text/sort.rs")).unwrap();
+    let input = dir.path().join("in");
+    std::fs::create_dir(&input).unwrap();
+    write(&input, "linear.rs", &original);
+    write(&input, "renamed.rs", disguised(&original));
+    write(&input, "sort.rs", &other);
+    write(
+        &input,
+        "notes.txt",
+        "Not source code: left out in code mode.",
+    );
+
+    let run = cmd(
+        dir.path(),
+        "dedup in --features code --code-lang rust --out code --store code.db",
+    );
+    run.assert_ok();
+    assert_contains(
+        &run.stderr,
+        "rust source files are read, by --features code",
+    );
+    let r = report(&dir.path().join("code"));
+    assert_eq!(r["input_records"], 3, "{r}");
+    let merges = lines(&dir.path().join("code/merges.jsonl"));
+    assert_eq!(merges.len(), 1, "{merges:?}");
+    let ids = [&merges[0]["kept"], &merges[0]["merged"]];
+    assert!(ids.contains(&&Value::from("linear.rs")), "{merges:?}");
+    assert!(ids.contains(&&Value::from("renamed.rs")), "{merges:?}");
+    let profile = r["rule"]["profile"].as_str().unwrap_or_default();
+    assert!(profile.ends_with("/tok=code-rust"), "{r}");
+
+    // Word mode, given the same three files: the renamed copy shares too few words.
+    let run = cmd(
+        dir.path(),
+        "dedup --format text in/linear.rs in/renamed.rs in/sort.rs --out words --store words.db",
+    );
+    run.assert_ok();
+    assert!(lines(&dir.path().join("words/merges.jsonl")).is_empty());
+
+    // The language is needed, and only with code.
+    cmd(dir.path(), "dedup in --features code --out x --store x.db")
+        .assert_fails(3, "--features code needs --code-lang");
+    cmd(dir.path(), "dedup in --code-lang rust --out x --store x.db")
+        .assert_fails(3, "--code-lang applies to --features code");
+    cmd(
+        dir.path(),
+        "dedup in --features code --code-lang cobol --out x --store x.db",
+    )
+    .assert_fails(3, "not a language code mode parses");
+}

@@ -116,11 +116,14 @@ impl ProfileOptions {
             )),
             ("jieba", _) => Some(TokenRule::UnicodeJieba),
             ("chars", _) => Some(TokenRule::Characters),
-            (other, _) => {
-                return Err(PyValueError::new_err(format!(
-                    "tokens {other:?}: expected \"words\", \"jieba\" or \"chars\""
-                )))
-            }
+            (other, _) => match TokenRule::parse(other) {
+                Some(code @ TokenRule::Code(_)) => Some(code),
+                _ => {
+                    return Err(PyValueError::new_err(format!(
+                        "tokens {other:?}: expected \"words\", \"jieba\", \"chars\" or \"code-LANG\" (source code: code-rust, code-python, code-javascript, code-typescript, code-tsx, code-c, code-cpp, code-java or code-go)"
+                    )))
+                }
+            },
         };
         let mut builder = SimHasher::builder()
             .hash(hash)

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
+use neardup::text::CodeLang;
 
 /// Where documents come from and how they are laid out.
 ///
@@ -64,6 +65,10 @@ pub struct InputArgs {
     /// Weight of a field's shingles, as NAME=N (N >= 1), e.g. `--field-weight title=3`.
     #[arg(long = "field-weight", value_name = "NAME=N", value_parser = parse_field_weight)]
     pub field_weights: Vec<(String, u32)>,
+    /// With `--features code`: the language whose source files are the documents of input
+    /// directories (instead of .txt and .html files).
+    #[arg(skip)]
+    pub code_lang: Option<CodeLang>,
 }
 
 /// The default of --id-field.
@@ -108,6 +113,7 @@ impl InputArgs {
             time_field: DEFAULT_TIME_FIELD.to_owned(),
             class_field: DEFAULT_CLASS_FIELD.to_owned(),
             field_weights: Vec::new(),
+            code_lang: None,
         }
     }
 

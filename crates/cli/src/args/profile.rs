@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
+use neardup::text::CodeLang;
 
 /// The fingerprint profile.
 #[derive(Debug, Args, Clone)]
@@ -32,6 +33,43 @@ pub struct ProfileArgs {
     /// Give shingles made only of stopwords (of each record's detected language) weight 0.
     #[arg(long)]
     pub stopwords: bool,
+    /// Features: `words` (the tokens --tokens says) or `code`: source code in --code-lang,
+    /// parsed with tree-sitter into the node kinds of its syntax tree, so that renamed
+    /// identifiers and literals, comments and layout do not count. A text that does not
+    /// parse as that language is read as words.
+    #[arg(long, value_enum, default_value_t = FeaturesName::Words)]
+    pub features: FeaturesName,
+    /// The language of --features code: rust, python, javascript, typescript, tsx, c, cpp,
+    /// java or go.
+    #[arg(long, value_name = "LANG", value_parser = parse_code_lang)]
+    pub code_lang: Option<CodeLang>,
+}
+
+impl ProfileArgs {
+    /// The language of `--features code` (`None` with words).
+    pub fn code(&self) -> Option<CodeLang> {
+        self.code_lang
+            .filter(|_| self.features == FeaturesName::Code)
+    }
+}
+
+/// Feature names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FeaturesName {
+    /// Word (or character) shingles.
+    Words,
+    /// Syntax-tree shingles of source code.
+    Code,
+}
+
+fn parse_code_lang(s: &str) -> Result<CodeLang, String> {
+    CodeLang::parse(s).ok_or_else(|| {
+        let names: Vec<&str> = CodeLang::ALL.iter().map(|l| l.name()).collect();
+        format!(
+            "{s:?} is not a language code mode parses ({})",
+            names.join(", ")
+        )
+    })
 }
 
 /// Token rule names.

@@ -23,7 +23,9 @@ pub struct FingerprintArgs {
 const BATCH: usize = 4096;
 
 pub fn run(args: &FingerprintArgs) -> anyhow::Result<ExitCode> {
-    let input_args = args.input.resolved()?;
+    let mut input_args = args.input.clone();
+    input_args.code_lang = args.profile.code();
+    input_args.resolve()?;
     let hasher = super::hasher(&args.profile)?;
     input::print_skipped_note(&input_args);
     let stdout = io::stdout();

@@ -25,7 +25,9 @@ use neardup::{
     Weighting,
 };
 
-use crate::args::{Cli, Command, ProfileArgs, ProfileName, RuleArgs, TokensName, WeightingName};
+use crate::args::{
+    Cli, Command, FeaturesName, ProfileArgs, ProfileName, RuleArgs, TokensName, WeightingName,
+};
 
 /// Opens the store named on the command line and the pipeline over it.
 pub fn open_deduper(
@@ -127,6 +129,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Fingerprint(args) => fingerprint::run(&args),
         Command::Idf(args) => idf::run(&args),
         Command::Dedup(mut args) => {
+            // The profile's options are checked before the store is opened.
+            hasher_builder(&args.profile)?;
+            args.input.code_lang = args.profile.code();
             args.input.resolve()?;
             dedup::run(&args)
         }
@@ -175,6 +180,20 @@ pub fn hasher_builder(p: &ProfileArgs) -> anyhow::Result<SimHasherBuilder> {
         })
         .weighting(weighting)
         .stopwords(p.stopwords);
+    match (p.features, p.code_lang, p.tokens, p.profile) {
+        (FeaturesName::Code, None, ..) => {
+            bail!("--features code needs --code-lang (rust, python, javascript, typescript, tsx, c, cpp, java or go)")
+        }
+        (FeaturesName::Code, Some(_), tokens, _) if tokens != TokensName::Words => {
+            bail!("--tokens applies to --features words; code is read as its syntax tree")
+        }
+        (FeaturesName::Code, Some(_), _, ProfileName::Blake2b) => {
+            bail!("--features code applies to the xxh3 profile; blake2b reads words as seed 000's Python does")
+        }
+        (FeaturesName::Code, Some(lang), ..) => return Ok(builder.tokens(TokenRule::Code(lang))),
+        (FeaturesName::Words, Some(_), ..) => bail!("--code-lang applies to --features code"),
+        (FeaturesName::Words, None, ..) => {}
+    }
     let builder = match (p.tokens, p.profile) {
         (TokensName::Words, _) => builder,
         (_, ProfileName::Blake2b) => bail!(

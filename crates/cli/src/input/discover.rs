@@ -4,6 +4,8 @@ use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use neardup::text::CodeLang;
+
 use super::open::{io_reason, COMPRESSED};
 use crate::args::{
     InputArgs, InputFormat, DEFAULT_CLASS_FIELD, DEFAULT_HOST_FIELD, DEFAULT_ID_FIELD,
@@ -93,7 +95,7 @@ impl InputArgs {
         // Only directories (or stdin): JSON Lines when they hold JSON Lines and no document.
         let below: Vec<PathBuf> = named.iter().flat_map(|dir| walk(dir).0).collect();
         let has_jsonl = below.iter().any(|p| is_jsonl_name(p));
-        let has_documents = below.iter().any(|p| is_document(p));
+        let has_documents = below.iter().any(|p| is_document(p, self.code_lang));
         Ok(if has_jsonl && !has_documents {
             InputFormat::Jsonl
         } else {
@@ -157,7 +159,7 @@ pub fn skipped_files(args: &InputArgs) -> Vec<PathBuf> {
         .iter()
         .filter(|p| p.is_dir())
         .flat_map(|dir| walk(dir).0)
-        .filter(|p| !reads_in_directory(p, args.jsonl))
+        .filter(|p| !reads_in_directory(p, args))
         .collect();
     skipped.sort();
     skipped
@@ -178,10 +180,14 @@ pub fn skipped_note(skipped: &[PathBuf], args: &InputArgs) -> Option<String> {
     if skipped.len() > NAMED {
         names.push(format!("and {} more", skipped.len() - NAMED));
     }
-    let read = if args.jsonl {
-        ".jsonl, .ndjson and .json files are read"
-    } else {
-        ".txt, .html and .htm files are read"
+    let code;
+    let read = match (args.jsonl, args.code_lang) {
+        (true, _) => ".jsonl, .ndjson and .json files are read",
+        (false, Some(lang)) => {
+            code = format!("{} source files are read, by --features code", lang.name());
+            &code
+        }
+        (false, None) => ".txt, .html and .htm files are read",
     };
     let hint = if !args.jsonl && skipped.iter().any(|p| is_jsonl_name(p)) {
         "; pass --jsonl to read the JSON Lines files instead"
@@ -216,7 +222,7 @@ pub fn total_bytes(args: &InputArgs) -> Option<u64> {
             let (files, _) = walk(p);
             total += files
                 .iter()
-                .filter(|f| reads_in_directory(f, args.jsonl))
+                .filter(|f| reads_in_directory(f, args))
                 .map(|f| size(f))
                 .sum::<u64>();
         } else {
@@ -226,18 +232,25 @@ pub fn total_bytes(args: &InputArgs) -> Option<u64> {
     Some(total)
 }
 
-/// Whether a file in a directory is a document the directory reader reads as one.
-fn is_document(p: &Path) -> bool {
-    is_html(p) || extension(p).as_deref() == Some("txt")
+/// Whether a file in a directory is a document the directory reader reads as one: a source
+/// file of `code`'s language (C headers count for C++), or else text and HTML.
+fn is_document(p: &Path, code: Option<CodeLang>) -> bool {
+    match code {
+        Some(lang) => {
+            let of = CodeLang::from_path(&p.to_string_lossy());
+            of == Some(lang) || (lang == CodeLang::Cpp && of == Some(CodeLang::C))
+        }
+        None => is_html(p) || extension(p).as_deref() == Some("txt"),
+    }
 }
 
 /// Whether the directory reader reads a file below a named directory: JSON Lines files
 /// with JSON Lines input, documents otherwise.
-pub(super) fn reads_in_directory(p: &Path, jsonl: bool) -> bool {
-    if jsonl {
+pub(super) fn reads_in_directory(p: &Path, args: &InputArgs) -> bool {
+    if args.jsonl {
         is_jsonl_name(p)
     } else {
-        is_document(p)
+        is_document(p, args.code_lang)
     }
 }
 

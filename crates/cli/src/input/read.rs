@@ -159,7 +159,7 @@ fn read_directory(
         )?;
     }
     for p in files {
-        if !reads_in_directory(&p, args.jsonl) {
+        if !reads_in_directory(&p, args) {
             continue;
         }
         if args.jsonl {

@@ -509,8 +509,8 @@ impl SimHasher {
     /// profile, `scratch.strs` with each token's place in `scratch.normalized`).
     fn field_tokens(&self, text: &str, scratch: &mut Scratch) {
         scratch.tokens.clear();
-        match self.hash {
-            HashAlgo::Xxh3 if self.tokens == TokenRule::Characters => {
+        match (self.hash, self.tokens) {
+            (HashAlgo::Xxh3, TokenRule::Characters) => {
                 normalize_non_ascii_into(text, &mut scratch.normalized);
                 crate::text::shingle::unicode_token_hashes(
                     &scratch.normalized,
@@ -518,15 +518,25 @@ impl SimHasher {
                     &mut scratch.tokens,
                 );
             }
-            HashAlgo::Xxh3 => {
-                text_token_hashes(
-                    text,
-                    self.token_rule(),
-                    &mut scratch.normalized,
-                    &mut scratch.tokens,
-                );
+            (HashAlgo::Xxh3, TokenRule::Code(lang)) => {
+                let tokens = &mut scratch.tokens;
+                let parsed = crate::text::code::for_each_code_token(text, lang, |t| {
+                    tokens.push(crate::text::shingle::token_hash(t.as_bytes()));
+                });
+                if !parsed {
+                    // Not code of that language: its words, as the default profile reads them.
+                    text_token_hashes(
+                        text,
+                        TokenRule::Unicode,
+                        &mut scratch.normalized,
+                        &mut scratch.tokens,
+                    );
+                }
             }
-            HashAlgo::Blake2b => {
+            (HashAlgo::Xxh3, rule) => {
+                text_token_hashes(text, rule, &mut scratch.normalized, &mut scratch.tokens);
+            }
+            (HashAlgo::Blake2b, _) => {
                 normalize_python_into(text, &mut scratch.normalized);
                 scratch.strs.clear();
                 let base = scratch.normalized.as_ptr() as usize;

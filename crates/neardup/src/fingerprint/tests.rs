@@ -570,3 +570,31 @@ fn a_finished_pre_analysis_reads_the_language_of_the_longest_field() {
     let pre = h.pre_analyze(&fields, &mut scratch).unwrap().unwrap();
     assert_eq!(h.finish_analysis(&pre, None, &mut scratch).unwrap(), want);
 }
+
+#[test]
+fn code_mode_profiles_round_trip_and_prose_falls_back_to_words() {
+    let code = SimHasher::builder()
+        .tokens(TokenRule::Code(crate::text::CodeLang::Python))
+        .build()
+        .expect("a valid profile");
+    let profile = code.profile();
+    assert_eq!(
+        profile.to_string(),
+        format!("neardup/{FORMAT_VERSION}/xxh3/w4/b64/tf/tok=code-python")
+    );
+    assert_eq!(profile.to_string().parse::<Profile>().ok(), Some(profile));
+    assert!(!profile.reads(&hasher().profile().to_string()));
+    // Prose does not parse as Python: it is read as words, as the default profile reads it.
+    let prose = "The quick brown fox jumps over the lazy dog, and then it runs away \
+                 into the forest where nobody can ever find it again, not even the owl.";
+    assert_eq!(
+        code.fingerprint(prose).map(|f| f.value()).ok(),
+        Some(fp(prose).value())
+    );
+    // Renamed, re-commented code is the same code; word mode sees other words.
+    let a = "def total(items):\n    s = 0\n    for x in items:\n        s += x * 2\n    return s\n";
+    let b = "# Sum.\ndef acc(values):\n    res = 0\n    for v in values:\n        res += v * 2\n    return res\n";
+    let code_fp = |t: &str| code.fingerprint(t).map(|f| f.value()).ok();
+    assert_eq!(code_fp(a), code_fp(b));
+    assert_ne!(fp(a).value(), fp(b).value());
+}

@@ -26,6 +26,10 @@ pub enum TokenRule {
     /// space token, so `w`-token shingles are character `w`-grams across word boundaries:
     /// the features for short text (seed 002).
     Characters,
+    /// Source code in a language: tokens of its syntax tree ([`super::code`]), parsed from
+    /// the text as it is (not normalised); a text that does not parse falls back to
+    /// [`TokenRule::Unicode`] words.
+    Code(super::CodeLang),
 }
 
 impl TokenRule {
@@ -36,6 +40,17 @@ impl TokenRule {
             TokenRule::UnicodeJieba => "jieba",
             TokenRule::PythonWord => "python-words",
             TokenRule::Characters => "chars",
+            TokenRule::Code(lang) => match lang {
+                super::CodeLang::Rust => "code-rust",
+                super::CodeLang::Python => "code-python",
+                super::CodeLang::JavaScript => "code-javascript",
+                super::CodeLang::TypeScript => "code-typescript",
+                super::CodeLang::Tsx => "code-tsx",
+                super::CodeLang::C => "code-c",
+                super::CodeLang::Cpp => "code-cpp",
+                super::CodeLang::Java => "code-java",
+                super::CodeLang::Go => "code-go",
+            },
         }
     }
 
@@ -46,7 +61,7 @@ impl TokenRule {
             "jieba" => TokenRule::UnicodeJieba,
             "python-words" => TokenRule::PythonWord,
             "chars" => TokenRule::Characters,
-            _ => return None,
+            _ => TokenRule::Code(super::CodeLang::parse(name.strip_prefix("code-")?)?),
         })
     }
 }
@@ -146,7 +161,10 @@ fn classify_slow(c: char, rule: TokenRule) -> Class {
         return ascii_class(c);
     }
     match rule {
-        TokenRule::Unicode | TokenRule::UnicodeJieba | TokenRule::Characters => {
+        TokenRule::Unicode
+        | TokenRule::UnicodeJieba
+        | TokenRule::Characters
+        | TokenRule::Code(_) => {
             let joiner = matches!(
                 get_general_category(c),
                 Gc::NonspacingMark | Gc::SpacingMark | Gc::EnclosingMark
@@ -289,10 +307,16 @@ fn for_each_token_jieba<'a>(normalized: &'a str, f: &mut dyn FnMut(&'a str)) {
 /// assert_eq!(tokens("去重算法", TokenRule::Unicode), ["去", "重", "算", "法"]);
 /// ```
 pub fn tokens(text: &str, rule: TokenRule) -> Vec<String> {
-    let normalized = match rule {
-        TokenRule::Unicode | TokenRule::UnicodeJieba | TokenRule::Characters => {
-            super::normalize(text).into_owned()
+    if let TokenRule::Code(lang) = rule {
+        if let Some(tokens) = super::code_tokens(text, lang) {
+            return tokens;
         }
+    }
+    let normalized = match rule {
+        TokenRule::Unicode
+        | TokenRule::UnicodeJieba
+        | TokenRule::Characters
+        | TokenRule::Code(_) => super::normalize(text).into_owned(),
         TokenRule::PythonWord => {
             let mut s = String::new();
             super::normalize::normalize_python_into(text, &mut s);
