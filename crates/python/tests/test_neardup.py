@@ -128,6 +128,19 @@ def test_options_are_checked():
         neardup.Fingerprinter("xxh3")
 
 
+def test_code_mode_reads_the_syntax_tree():
+    f = neardup.Fingerprinter(tokens="code-python")
+    assert f.profile.endswith("/tok=code-python")
+    a = "def total(items):\n    s = 0\n    for x in items:\n        s += x * 2\n    return s\n"
+    b = "# Sum.\ndef acc(values):\n    res = 0\n    for v in values:\n        res += v * 2\n    return res\n"
+    fa, fb = f.fingerprint([a, b])
+    assert fa == fb
+    words = neardup.fingerprint([a, b])
+    assert words[0] != words[1]
+    with pytest.raises(ValueError, match="code-LANG"):
+        neardup.Fingerprinter(tokens="code-cobol")
+
+
 def test_shingles_and_jaccard_are_the_verification_sets():
     a = "the quick brown fox jumps over the lazy dog by the river bank"
     b = a.replace("lazy", "sleepy")
