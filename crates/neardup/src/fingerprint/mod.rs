@@ -183,6 +183,8 @@ pub struct Scratch {
     removed: usize,
     voted: usize,
     language: Option<crate::text::Language>,
+    /// Whether a field of the record was read as words because it did not parse as code.
+    code_fallback: bool,
 }
 
 impl Scratch {
@@ -251,6 +253,9 @@ pub struct Analysis<S = Vec<u64>> {
     pub shingle_count: usize,
     /// The record's language and script, when the hasher detects them.
     pub language: Option<crate::text::Language>,
+    /// In code mode ([`TokenRule::Code`]), whether the record did not parse as its language
+    /// and was read as words instead.
+    pub code_fallback: bool,
 }
 
 impl Analysis<()> {
@@ -264,6 +269,7 @@ impl Analysis<()> {
             boilerplate_removed: self.boilerplate_removed,
             shingle_count: self.shingle_count,
             language: self.language,
+            code_fallback: self.code_fallback,
         }
     }
 }
@@ -411,6 +417,7 @@ impl SimHasher {
             boilerplate_removed: scratch.removed,
             shingle_count: scratch.voted,
             language: scratch.language.take(),
+            code_fallback: scratch.code_fallback,
         })
     }
 
@@ -525,6 +532,7 @@ impl SimHasher {
                 });
                 if !parsed {
                     // Not code of that language: its words, as the default profile reads them.
+                    scratch.code_fallback = true;
                     text_token_hashes(
                         text,
                         TokenRule::Unicode,
@@ -629,6 +637,7 @@ impl SimHasher {
         scratch.all_tokens.clear();
         scratch.all_shingles.clear();
         scratch.language = None;
+        scratch.code_fallback = false;
         // The language is read from the longest field: before the fields when its stopwords
         // are dropped, else from the token hashes its shingles are made of.
         let longest = (0..fields.len()).max_by_key(|&i| fields[i].text.len());

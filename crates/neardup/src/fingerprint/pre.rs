@@ -34,6 +34,7 @@ pub struct PreAnalysis {
     content_hash: ContentHash,
     token_count: usize,
     language: Option<crate::text::Language>,
+    code_fallback: bool,
 }
 
 impl PreAnalysis {
@@ -82,6 +83,7 @@ impl SimHasher {
         }
         scratch.all_tokens.clear();
         scratch.all_shingles.clear();
+        scratch.code_fallback = false;
         // As the vote reads it: from the longest field's text and tokens.
         let longest = (0..fields.len()).max_by_key(|&i| fields[i].text.len());
         let mut language = None;
@@ -114,6 +116,7 @@ impl SimHasher {
             content_hash,
             token_count,
             language,
+            code_fallback: scratch.code_fallback,
         }))
     }
 
@@ -182,6 +185,7 @@ impl SimHasher {
             boilerplate_removed: removed,
             shingle_count: counts.n as usize,
             language: pre.language.clone(),
+            code_fallback: pre.code_fallback,
         })
     }
 }

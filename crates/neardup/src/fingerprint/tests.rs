@@ -594,7 +594,14 @@ fn code_mode_profiles_round_trip_and_prose_falls_back_to_words() {
     // Renamed, re-commented code is the same code; word mode sees other words.
     let a = "def total(items):\n    s = 0\n    for x in items:\n        s += x * 2\n    return s\n";
     let b = "# Sum.\ndef acc(values):\n    res = 0\n    for v in values:\n        res += v * 2\n    return res\n";
+    let fell_back = |t: &str| {
+        code.analyze(&[Field::new(t)], None, &mut Scratch::default())
+            .map(|a| a.code_fallback)
+            .ok()
+    };
+    assert_eq!(fell_back(prose), Some(true));
     let code_fp = |t: &str| code.fingerprint(t).map(|f| f.value()).ok();
     assert_eq!(code_fp(a), code_fp(b));
+    assert_eq!(fell_back(a), Some(false));
     assert_ne!(fp(a).value(), fp(b).value());
 }

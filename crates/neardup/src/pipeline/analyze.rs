@@ -303,6 +303,8 @@ pub(super) struct Prepared {
     pub(super) host: Option<String>,
     pub(super) features: Features,
     pub(super) language: Option<&'static str>,
+    /// Read as words in code mode: it did not parse as the profile's language.
+    pub(super) code_fallback: bool,
     pub(super) shingle_count: usize,
     pub(super) boilerplate_removed: usize,
     pub(super) fingerprint: u128,
@@ -325,6 +327,7 @@ pub(super) struct TextEntry {
     pub(super) shingle_count: usize,
     pub(super) boilerplate_removed: usize,
     pub(super) language: Option<&'static str>,
+    pub(super) code_fallback: bool,
 }
 
 /// The fields of `record` as analysis weighs them.
@@ -379,6 +382,7 @@ impl Prepared {
             host,
             features: Features::Words,
             language: analysis.language.as_ref().map(|l| l.code),
+            code_fallback: analysis.code_fallback,
             shingle_count: analysis.shingle_count,
             boilerplate_removed: analysis.boilerplate_removed,
             fingerprint: analysis.fingerprint.value(),
@@ -482,6 +486,7 @@ impl<S: Store> Deduper<S> {
             host: record.effective_host(),
             features: meta.features,
             language: e.language,
+            code_fallback: e.code_fallback,
             shingle_count: e.shingle_count,
             boilerplate_removed: e.boilerplate_removed,
             fingerprint: meta.fingerprint,

@@ -49,6 +49,9 @@ pub struct Outcome {
     pub boilerplate_removed: usize,
     /// Its language (ISO 639-3), when the profile detects languages.
     pub language: Option<String>,
+    /// In code mode, whether it did not parse as the profile's language and was read as
+    /// words instead.
+    pub code_fallback: bool,
     /// Its host ([`Record::effective_host`]), for per-host reports.
     pub host: Option<String>,
     /// Every stored record it verified against (the exact copy it matched, or each SimHash
@@ -237,6 +240,7 @@ impl<S: Store> Deduper<S> {
             shingles: p.shingle_count,
             boilerplate_removed: p.boilerplate_removed,
             language: p.language.map(str::to_owned),
+            code_fallback: p.code_fallback,
             host: p.host.take(),
         };
         if let Some(&h) = self.by_id.get(record.id.as_str()) {
@@ -468,6 +472,7 @@ impl<S: Store> Deduper<S> {
                 shingle_count: p.shingle_count,
                 boilerplate_removed: p.boilerplate_removed,
                 language: p.language,
+                code_fallback: p.code_fallback,
             });
         }
         if let (Some(d), true) = (to_survivor, survivor != handle) {
@@ -568,6 +573,7 @@ struct Report {
     shingles: usize,
     boilerplate_removed: usize,
     language: Option<String>,
+    code_fallback: bool,
     host: Option<String>,
 }
 
@@ -579,6 +585,7 @@ impl Report {
             shingles: 0,
             boilerplate_removed: 0,
             language: None,
+            code_fallback: false,
             host: record.effective_host(),
         }
     }
@@ -599,6 +606,7 @@ impl Report {
             shingles: self.shingles,
             boilerplate_removed: self.boilerplate_removed,
             language: self.language,
+            code_fallback: self.code_fallback,
             host: self.host,
             pairs,
         }

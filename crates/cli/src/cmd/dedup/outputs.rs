@@ -43,6 +43,8 @@ pub(super) struct Counts {
     pub(super) rejected: u64,
     pub(super) text_bytes: u64,
     pub(super) verify_rejections: u64,
+    /// With `--features code`: records that did not parse and were read as words.
+    pub(super) code_fallbacks: u64,
 }
 
 impl Counts {
@@ -509,6 +511,7 @@ impl RunState {
             }
         }
         self.counts.fused += outcome.fused as u64;
+        self.counts.code_fallbacks += u64::from(outcome.code_fallback);
         match outcome.decision {
             Decision::Rejected { reason } => {
                 return self.reject(origin, Some(&record.id), &reason);

@@ -80,6 +80,7 @@ pub(super) fn finish(run: Run<'_>) -> anyhow::Result<ExitCode> {
             "fused_clusters": c.fused,
         },
         "verification_rejections": c.verify_rejections,
+        "code_fallbacks": c.code_fallbacks,
         "rule": {
             "max_distance": deduper.rule().max_distance,
             "min_jaccard": deduper.rule().min_jaccard,
@@ -142,6 +143,13 @@ pub(super) fn finish(run: Run<'_>) -> anyhow::Result<ExitCode> {
         }
         if let Some(note) = input::skipped_note(skipped, &args.input) {
             eprintln!("neardup: {note}");
+        }
+        if c.code_fallbacks > 0 {
+            eprintln!(
+                "neardup: {} records did not parse as {} and were read as words (code_fallbacks in report.json)",
+                c.code_fallbacks,
+                args.profile.code().map_or("code", |l| l.name())
+            );
         }
         for g in &check.suspicious {
             eprintln!("neardup: warning: {}", g.describe());
