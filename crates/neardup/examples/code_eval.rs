@@ -443,4 +443,122 @@ fn main() {
             }
         }
     }
+    releases(rule_k, rule_t);
+}
+
+/// Two releases of the same crates in the cargo registry, a real recrawl of code: the files
+/// at the same path in both are pairs of versions (identical, lightly or heavily edited);
+/// files at different paths are distinct. Printed: how many same-path pairs each mode merges
+/// at the rule, and how many different-path pairs it merges (false merges).
+fn releases(k: u32, t: f64) {
+    let registry = home().join(".cargo/registry/src");
+    let mut by_name: HashMap<String, Vec<PathBuf>> = HashMap::new();
+    for index in std::fs::read_dir(&registry).into_iter().flatten().flatten() {
+        for krate in std::fs::read_dir(index.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let dir = krate.path();
+            let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            // `name-1.2.3`: the name is what comes before the last `-` followed by a digit.
+            let Some(at) = name
+                .char_indices()
+                .filter(|&(i, c)| {
+                    c == '-' && name[i + 1..].starts_with(|d: char| d.is_ascii_digit())
+                })
+                .map(|(i, _)| i)
+                .last()
+            else {
+                continue;
+            };
+            by_name.entry(name[..at].to_owned()).or_default().push(dir);
+        }
+    }
+    let mut names: Vec<_> = by_name.into_iter().filter(|(_, v)| v.len() >= 2).collect();
+    names.sort();
+    let mut docs: Vec<String> = Vec::new();
+    let mut paths: Vec<String> = Vec::new();
+    // (release-0 doc, release-1 doc) at the same path.
+    let mut same: Vec<(usize, usize, bool)> = Vec::new();
+    let mut crate_of: Vec<usize> = Vec::new();
+    for (c, (_, mut dirs)) in names.into_iter().enumerate() {
+        dirs.sort();
+        let (old, new) = (&dirs[0], &dirs[dirs.len() - 1]);
+        let mut files = Vec::new();
+        walk(old, &["rs"], &mut files);
+        for path in files {
+            let Ok(rel) = path.strip_prefix(old) else {
+                continue;
+            };
+            let (Ok(a), Ok(b)) = (
+                std::fs::read_to_string(&path),
+                std::fs::read_to_string(new.join(rel)),
+            ) else {
+                continue;
+            };
+            if a.len() < 500 || b.len() < 500 || a.len() > 200_000 || b.len() > 200_000 {
+                continue;
+            }
+            let n = docs.len();
+            same.push((n, n + 1, a == b));
+            docs.push(a);
+            docs.push(b);
+            paths.push(path.display().to_string());
+            paths.push(new.join(rel).display().to_string());
+            crate_of.extend([c, c]);
+        }
+    }
+    println!(
+        "releases: {} files in two releases of {} crates ({} identical)",
+        same.len(),
+        crate_of.last().map_or(0, |c| c + 1),
+        same.iter().filter(|p| p.2).count()
+    );
+    let pair_of: HashMap<usize, usize> = same
+        .iter()
+        .flat_map(|&(a, b, _)| [(a, b), (b, a)])
+        .collect();
+    for (mode, rule) in [
+        ("code", TokenRule::Code(CodeLang::Rust)),
+        ("words", TokenRule::Unicode),
+    ] {
+        let hasher = SimHasher::builder()
+            .tokens(rule)
+            .build()
+            .expect("a valid profile");
+        let a = analyse(&hasher, &docs);
+        let merged =
+            |i: usize, j: usize| hamming(a[i].0, a[j].0) <= k && id_jaccard(&a[i].1, &a[j].1) >= t;
+        let edited: Vec<_> = same.iter().filter(|p| !p.2).collect();
+        let found = edited.iter().filter(|p| merged(p.0, p.1)).count();
+        let mut false_merges = 0;
+        let mut other_crate = 0;
+        let mut shown = 0;
+        for i in 0..docs.len() {
+            for j in i + 1..docs.len() {
+                if pair_of.get(&i) != Some(&j) && hamming(a[i].0, a[j].0) <= k && merged(i, j) {
+                    false_merges += 1;
+                    other_crate += usize::from(crate_of[i] != crate_of[j]);
+                    if std::env::var_os("CODE_EVAL_SHOW").is_some()
+                        && shown < 12
+                        && docs[i] != docs[j]
+                    {
+                        shown += 1;
+                        println!(
+                            "  {mode}: {} ~ {} (J {:.2})",
+                            paths[i],
+                            paths[j],
+                            id_jaccard(&a[i].1, &a[j].1)
+                        );
+                    }
+                }
+            }
+        }
+        println!("  ({other_crate} of them across crates)");
+        println!(
+            "releases | {mode} | edited same-path pairs merged {found} of {} | different-path pairs merged {false_merges}",
+            edited.len()
+        );
+    }
 }
