@@ -464,11 +464,9 @@ fn releases(k: u32, t: f64) {
             // `name-1.2.3`: the name is what comes before the last `-` followed by a digit.
             let Some(at) = name
                 .char_indices()
-                .filter(|&(i, c)| {
-                    c == '-' && name[i + 1..].starts_with(|d: char| d.is_ascii_digit())
-                })
+                .rev()
+                .find(|&(i, c)| c == '-' && name[i + 1..].starts_with(|d: char| d.is_ascii_digit()))
                 .map(|(i, _)| i)
-                .last()
             else {
                 continue;
             };
