@@ -26,9 +26,9 @@ pub enum TokenRule {
     /// space token, so `w`-token shingles are character `w`-grams across word boundaries:
     /// the features for short text (seed 002).
     Characters,
-    /// Source code in a language: tokens of its syntax tree ([`super::code`]), parsed from
-    /// the text as it is (not normalised); a text that does not parse falls back to
-    /// [`TokenRule::Unicode`] words.
+    /// Source code in a language: the tokens of its syntax tree
+    /// ([`code_tokens`](super::code_tokens)), parsed from the text as it is (not
+    /// normalised); a text that does not parse falls back to [`TokenRule::Unicode`] words.
     Code(super::CodeLang),
 }
 
