@@ -1214,3 +1214,71 @@ fn code_mode_reads_a_directorys_sources_and_merges_a_renamed_copy_word_mode_miss
     )
     .assert_fails(3, "not a language code mode parses");
 }
+
+#[test]
+fn synonyms_merge_records_that_differ_only_by_words_of_a_group_and_the_store_keeps_the_groups() {
+    let dir = tempfile::tempdir().unwrap();
+    // Two wordings of real sentences (the GPL's preamble), with five words swapped for
+    // synonyms, and a third record that is another text (the MIT licence).
+    let a = "The licenses for most software and other practical works are designed to take away \
+             your freedom to share and change the works. By contrast, the GNU General Public \
+             License is intended to guarantee your freedom to share and change all versions of \
+             a program, to make sure it remains free software for all its users.";
+    let b = a
+        .replace("designed", "intended")
+        .replace("freedom", "liberty")
+        .replace("change", "modify")
+        .replace("guarantee", "ensure");
+    let c = "Permission is hereby granted, free of charge, to any person obtaining a copy of this \
+             software and associated documentation files, to deal in the Software without \
+             restriction, including without limitation the rights to use, copy and modify it.";
+    let records = [("a", a.to_owned()), ("b", b), ("c", c.to_owned())]
+        .iter()
+        .map(|(id, text)| serde_json::json!({"id": id, "text": text}).to_string())
+        .collect::<Vec<_>>()
+        .join("\n");
+    write(dir.path(), "in.jsonl", records + "\n");
+    write(
+        dir.path(),
+        "synonyms.txt",
+        "# one group a line\nfreedom liberty\nchange, modify, alter\nguarantee ensure\ndesigned intended\n",
+    );
+
+    cmd(dir.path(), "dedup in.jsonl --out plain --store plain.db").assert_ok();
+    assert!(lines(&dir.path().join("plain/merges.jsonl")).is_empty());
+
+    cmd(
+        dir.path(),
+        "dedup in.jsonl --synonyms synonyms.txt --out syn --store syn.db",
+    )
+    .assert_ok();
+    let merges = lines(&dir.path().join("syn/merges.jsonl"));
+    assert_eq!(merges.len(), 1, "{merges:?}");
+    assert_eq!(merges[0]["merged"], "b");
+    assert_eq!(merges[0]["jaccard"], 1.0);
+    let profile = report(&dir.path().join("syn"))["rule"]["profile"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(profile.contains("/syn:"), "{profile}");
+
+    // The store keeps the groups: other groups, or none, are refused.
+    write(dir.path(), "other.txt", "freedom liberty\n");
+    cmd(
+        dir.path(),
+        "dedup in.jsonl --synonyms other.txt --out o --store syn.db",
+    )
+    .assert_fails(3, "profile");
+    cmd(dir.path(), "dedup in.jsonl --out o --store syn.db").assert_fails(3, "profile");
+    // A bad file names its line.
+    write(
+        dir.path(),
+        "bad.txt",
+        "freedom liberty\nliberty independence\n",
+    );
+    cmd(
+        dir.path(),
+        "dedup in.jsonl --synonyms bad.txt --out o --store b.db",
+    )
+    .assert_fails(3, "bad.txt line 2");
+}

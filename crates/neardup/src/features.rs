@@ -210,6 +210,130 @@ impl IdfTable {
     }
 }
 
+/// Words that count as one (seed 002, section 5.2): each group's words are replaced by its
+/// first word before shingling, in the fingerprint and in the verification set alike, so
+/// "car" and "automobile" in one group make the same shingles.
+///
+/// Read from a text file, one group a line, words separated by white space or commas;
+/// blank lines and lines starting with `#` are skipped. A word is one token as the default
+/// profile reads it (normalised: "Car" is "car"); a word in two groups is an error.
+///
+/// ```
+/// use neardup::features::Synonyms;
+/// let s = Synonyms::parse("car, automobile, auto\n# comment\nbig large", "synonyms.txt").unwrap();
+/// assert_eq!(s.len(), 3);
+/// assert!(Synonyms::parse("car auto\nauto vehicle", "s.txt").is_err());
+/// ```
+#[derive(Debug, Clone)]
+pub struct Synonyms {
+    /// Token hash of a word to the token hash of its group's first word.
+    map: HashMap<u64, u64, BuildHasherDefault<IdentityHasher>>,
+    digest: u64,
+}
+
+impl Synonyms {
+    /// Reads the groups of `text`; `name` (a path) names it in errors.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] naming the line: a word that is not one token, or a word
+    /// already in another group.
+    pub fn parse(text: &str, name: &str) -> Result<Synonyms> {
+        let mut map = HashMap::default();
+        let mut first_line: HashMap<String, usize> = HashMap::new();
+        let mut pairs: Vec<(String, String)> = Vec::new();
+        for (n, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let bad = |reason: String| Error::InvalidInput {
+                field: "synonyms",
+                value: format!("{name} line {}", n + 1),
+                reason,
+            };
+            let mut words = Vec::new();
+            for raw in line.split(|c: char| c == ',' || c.is_whitespace()) {
+                if raw.is_empty() {
+                    continue;
+                }
+                let tokens = crate::text::tokens(raw, crate::text::TokenRule::Unicode);
+                let [word] = &tokens[..] else {
+                    return Err(bad(format!(
+                        "{raw:?} is {} words as text is read; a synonym is one word",
+                        tokens.len()
+                    )));
+                };
+                if let Some(earlier) = first_line.insert(word.clone(), n + 1) {
+                    if earlier != n + 1 {
+                        return Err(bad(format!(
+                            "{word:?} is already in the group of line {earlier}"
+                        )));
+                    }
+                    continue;
+                }
+                words.push(word.clone());
+            }
+            let Some(canonical) = words.first().cloned() else {
+                continue;
+            };
+            let to = crate::text::shingle::token_hash(canonical.as_bytes());
+            for word in words.into_iter().skip(1) {
+                map.insert(crate::text::shingle::token_hash(word.as_bytes()), to);
+                pairs.push((word, canonical.clone()));
+            }
+        }
+        pairs.sort();
+        let mut bytes = Vec::new();
+        for (word, canonical) in &pairs {
+            bytes.extend_from_slice(word.as_bytes());
+            bytes.push(0);
+            bytes.extend_from_slice(canonical.as_bytes());
+            bytes.push(b'\n');
+        }
+        Ok(Synonyms {
+            map,
+            digest: xxhash_rust::xxh3::xxh3_64(&bytes),
+        })
+    }
+
+    /// [`parse`](Self::parse) of the file at `path`.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when it cannot be read, and `parse`'s.
+    pub fn load(path: &Path) -> Result<Synonyms> {
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        Synonyms::parse(&text, &path.display().to_string())
+    }
+
+    /// How many words are replaced (every word of a group but its first).
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Whether no word is replaced.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// A digest of the groups, for the profile: two files with the same groups have the
+    /// same digest, whatever their order or layout.
+    pub fn digest(&self) -> u64 {
+        self.digest
+    }
+
+    /// Replaces every token hash of a word of a group by its group's first word's.
+    pub(crate) fn apply(&self, tokens: &mut [u64]) {
+        for t in tokens {
+            if let Some(&to) = self.map.get(t) {
+                *t = to;
+            }
+        }
+    }
+}
+
 /// Which features a record's stored fingerprint and verification set were made from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use neardup::features::Synonyms;
 use neardup::fingerprint::SimHasherBuilder;
 use neardup::text::TokenRule;
 use neardup::{FingerprintBits, HashAlgo, IdfTable, SimHasher, Weighting};
@@ -14,7 +15,8 @@ use pyo3::types::PyDict;
 use crate::errors::IntoPy;
 
 /// The fingerprint profile's options, as `neardup dedup` takes them (`--profile`,
-/// `--shingle-width`, `--bits`, `--weighting`, `--idf`, `--tokens`, `--stopwords`).
+/// `--shingle-width`, `--bits`, `--weighting`, `--idf`, `--tokens`, `--stopwords`,
+/// `--synonyms`).
 #[derive(Debug, Clone)]
 pub struct ProfileOptions {
     pub profile: String,
@@ -24,6 +26,7 @@ pub struct ProfileOptions {
     pub idf: Option<PathBuf>,
     pub tokens: String,
     pub stopwords: bool,
+    pub synonyms: Option<PathBuf>,
 }
 
 impl Default for ProfileOptions {
@@ -36,6 +39,7 @@ impl Default for ProfileOptions {
             idf: None,
             tokens: "words".into(),
             stopwords: false,
+            synonyms: None,
         }
     }
 }
@@ -43,9 +47,9 @@ impl Default for ProfileOptions {
 impl ProfileOptions {
     /// The options from a call's profile keywords (`**profile`: `profile="xxh3"`,
     /// `shingle=4`, `bits=64`, `weighting="tf"`, `tokens="words"`, `stopwords=False`,
-    /// `idf=None`), the CLI's defaults for those not given. The one place the profile's
-    /// keywords are named, for every class and function that takes them: an unknown keyword
-    /// is a `TypeError`, a value of the wrong type one naming its keyword.
+    /// `idf=None`, `synonyms=None`), the CLI's defaults for those not given. The one place
+    /// the profile's keywords are named, for every class and function that takes them: an
+    /// unknown keyword is a `TypeError`, a value of the wrong type one naming its keyword.
     pub fn from_kwargs(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<ProfileOptions> {
         let mut o = ProfileOptions::default();
         for (key, value) in kwargs.into_iter().flat_map(|k| k.iter()) {
@@ -59,6 +63,7 @@ impl ProfileOptions {
                 "tokens" => o.tokens = value.extract().map_err(typed)?,
                 "stopwords" => o.stopwords = value.extract().map_err(typed)?,
                 "idf" => o.idf = value.extract().map_err(typed)?,
+                "synonyms" => o.synonyms = value.extract().map_err(typed)?,
                 _ => {
                     return Err(PyTypeError::new_err(format!(
                         "got an unexpected keyword argument '{key}'"
@@ -133,6 +138,9 @@ impl ProfileOptions {
             .stopwords(self.stopwords);
         if let Some(rule) = tokens {
             builder = builder.tokens(rule);
+        }
+        if let Some(path) = &self.synonyms {
+            builder = builder.synonyms(Arc::new(Synonyms::load(path).py_err()?));
         }
         Ok(builder)
     }

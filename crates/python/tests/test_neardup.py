@@ -128,6 +128,22 @@ def test_options_are_checked():
         neardup.Fingerprinter("xxh3")
 
 
+def test_synonyms_count_a_groups_words_as_one(tmp_path):
+    groups = tmp_path / "synonyms.txt"
+    groups.write_text("car automobile\nbig, huge\n")
+    a = "the big car was parked outside the old station all night long in the rain"
+    b = "the huge automobile was parked outside the old station all night long in the rain"
+    f = neardup.Fingerprinter(synonyms=groups)
+    assert "/syn:" in f.profile
+    fa, fb = f.fingerprint([a, b])
+    assert fa == fb
+    plain = neardup.fingerprint([a, b])
+    assert plain[0] != plain[1]
+    d = neardup.Deduper(synonyms=str(groups))
+    rows = d.process([{"id": "a", "text": a}, {"id": "b", "text": b}]).to_pylist()
+    assert [r["decision"] for r in rows] == ["kept", "merged"]
+
+
 def test_code_mode_reads_the_syntax_tree():
     f = neardup.Fingerprinter(tokens="code-python")
     assert f.profile.endswith("/tok=code-python")

@@ -33,6 +33,11 @@ pub struct ProfileArgs {
     /// Give shingles made only of stopwords (of each record's detected language) weight 0.
     #[arg(long)]
     pub stopwords: bool,
+    /// Synonyms: a text file of word groups, one group a line (words separated by spaces or
+    /// commas; `#` starts a comment line). Each group's words count as its first word, in
+    /// the fingerprint and in the Jaccard; the profile records the groups.
+    #[arg(long, value_name = "FILE")]
+    pub synonyms: Option<PathBuf>,
     /// Features: `words` (the tokens --tokens says) or `code`: source code in --code-lang,
     /// parsed with tree-sitter into the node kinds of its syntax tree, so that renamed
     /// identifiers and literals, comments and layout do not count. A text that does not

@@ -19,6 +19,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context};
 use std::path::Path;
 
+use neardup::features::Synonyms;
 use neardup::text::TokenRule;
 use neardup::{
     Deduper, FingerprintBits, HashAlgo, IdfTable, SimHasher, SimHasherBuilder, SqliteStore, Store,
@@ -180,6 +181,12 @@ pub fn hasher_builder(p: &ProfileArgs) -> anyhow::Result<SimHasherBuilder> {
         })
         .weighting(weighting)
         .stopwords(p.stopwords);
+    let builder = match &p.synonyms {
+        Some(path) => builder.synonyms(Arc::new(
+            Synonyms::load(path).context("reading the synonyms")?,
+        )),
+        None => builder,
+    };
     match (p.features, p.code_lang, p.tokens, p.profile) {
         (FeaturesName::Code, None, ..) => {
             bail!("--features code needs --code-lang (rust, python, javascript, typescript, tsx, c, cpp, java or go)")

@@ -1,7 +1,9 @@
 //! [`SimHasherBuilder`]: validates a fingerprint configuration once and derives its [`Profile`].
 
+use std::sync::Arc;
+
 use super::{FingerprintBits, HashAlgo, Profile, SimHasher, WeightingTag, FORMAT_VERSION};
-use crate::features::Weighting;
+use crate::features::{Synonyms, Weighting};
 use crate::text::tokenize::TokenRule;
 use crate::{Error, Result};
 
@@ -15,6 +17,7 @@ pub struct SimHasherBuilder {
     tokens: Option<TokenRule>,
     stopwords: bool,
     detect_language: bool,
+    synonyms: Option<Arc<Synonyms>>,
 }
 
 impl Default for SimHasherBuilder {
@@ -27,6 +30,7 @@ impl Default for SimHasherBuilder {
             tokens: None,
             stopwords: false,
             detect_language: false,
+            synonyms: None,
         }
     }
 }
@@ -57,6 +61,11 @@ impl SimHasherBuilder {
         /// Detect each record's language and script in [`SimHasher::analyze`] (it does not change
         /// fingerprints). Default off; implied by [`stopwords`](Self::stopwords).
         detect_language(detect_language: bool);
+
+        /// Words that count as one ([`Synonyms`]): each group's words are replaced by its
+        /// first before shingling, in the fingerprint and the verification set. Default none;
+        /// the profile records the groups' digest.
+        synonyms(synonyms: Arc<Synonyms>) => Some;
     }
 
     /// Validates the configuration.
@@ -106,6 +115,13 @@ impl SimHasherBuilder {
                     .into(),
             });
         }
+        if self.hash == HashAlgo::Blake2b && self.synonyms.is_some() {
+            return Err(Error::InvalidConfig {
+                field: "synonyms",
+                value: "blake2b".into(),
+                reason: "the blake2b profile reproduces seed 000, which has no synonyms".into(),
+            });
+        }
         let weighting = match &self.weighting {
             Weighting::Tf => WeightingTag::Tf,
             Weighting::Presence => WeightingTag::Presence,
@@ -119,6 +135,7 @@ impl SimHasherBuilder {
             version: FORMAT_VERSION,
             tokens,
             stopwords: self.stopwords,
+            synonyms: self.synonyms.as_ref().map(|s| s.digest()),
         };
         Ok(SimHasher {
             hash: self.hash,
@@ -128,6 +145,7 @@ impl SimHasherBuilder {
             tokens,
             stopwords: self.stopwords,
             detect_language: self.detect_language || self.stopwords,
+            synonyms: self.synonyms,
             profile,
         })
     }

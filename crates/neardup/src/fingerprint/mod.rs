@@ -20,7 +20,7 @@ pub use pre::PreAnalysis;
 pub use profile::{FingerprintBits, HashAlgo, Profile, WeightingTag, FORMAT_VERSION};
 
 use crate::exact::{ContentHash, FIELD_SEPARATOR};
-use crate::features::Weighting;
+use crate::features::{Synonyms, Weighting};
 use crate::text::normalize::{normalize_non_ascii_into, normalize_python_into};
 use crate::text::shingle::{fmix64, shingle_hashes, text_token_hashes, token_hash};
 use crate::text::sort::sort_distinct;
@@ -294,6 +294,7 @@ pub struct SimHasher {
     tokens: TokenRule,
     stopwords: bool,
     detect_language: bool,
+    synonyms: Option<Arc<Synonyms>>,
     profile: Profile,
 }
 
@@ -555,6 +556,9 @@ impl SimHasher {
                     tokens.push(token_hash(t.as_bytes()));
                 });
             }
+        }
+        if let Some(synonyms) = &self.synonyms {
+            synonyms.apply(&mut scratch.tokens);
         }
     }
 

@@ -84,6 +84,8 @@ pub struct Profile {
     pub(crate) version: u16,
     pub(crate) tokens: TokenRule,
     pub(crate) stopwords: bool,
+    /// The digest of the synonym groups, when there are some.
+    pub(crate) synonyms: Option<u64>,
 }
 
 impl Profile {
@@ -175,6 +177,9 @@ impl fmt::Display for Profile {
         if self.stopwords {
             f.write_str("/stop")?;
         }
+        if let Some(d) = self.synonyms {
+            write!(f, "/syn:{d:016x}")?;
+        }
         Ok(())
     }
 }
@@ -229,11 +234,15 @@ impl FromStr for Profile {
             HashAlgo::Blake2b => TokenRule::PythonWord,
         };
         let mut stopwords = false;
+        let mut synonyms = None;
         for extra in &parts[6..] {
             if let Some(name) = extra.strip_prefix("tok=") {
                 tokens = TokenRule::parse(name).ok_or_else(|| bad("unknown token rule"))?;
             } else if *extra == "stop" {
                 stopwords = true;
+            } else if let Some(d) = extra.strip_prefix("syn:") {
+                synonyms =
+                    Some(u64::from_str_radix(d, 16).map_err(|_| bad("bad synonyms digest"))?);
             } else {
                 return Err(bad("unknown option"));
             }
@@ -246,6 +255,7 @@ impl FromStr for Profile {
             version,
             tokens,
             stopwords,
+            synonyms,
         })
     }
 }
@@ -265,6 +275,7 @@ mod tests {
                 version: FORMAT_VERSION,
                 tokens: TokenRule::Unicode,
                 stopwords: false,
+                synonyms: None,
             },
             Profile {
                 hash: HashAlgo::Blake2b,
@@ -274,6 +285,7 @@ mod tests {
                 version: 7,
                 tokens: TokenRule::PythonWord,
                 stopwords: false,
+                synonyms: None,
             },
             Profile {
                 hash: HashAlgo::Xxh3,
@@ -283,6 +295,7 @@ mod tests {
                 version: 2,
                 tokens: TokenRule::UnicodeJieba,
                 stopwords: true,
+                synonyms: None,
             },
         ] {
             assert_eq!(p.to_string().parse::<Profile>().expect("parses"), p);

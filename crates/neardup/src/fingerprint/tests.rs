@@ -605,3 +605,47 @@ fn code_mode_profiles_round_trip_and_prose_falls_back_to_words() {
     assert_eq!(fell_back(a), Some(false));
     assert_ne!(fp(a).value(), fp(b).value());
 }
+
+#[test]
+fn synonyms_make_one_word_of_a_group_in_the_fingerprint_and_the_set() {
+    let groups = "# vehicles\ncar, automobile, auto\nbig large huge\n";
+    let synonyms = Arc::new(crate::features::Synonyms::parse(groups, "s.txt").expect("groups"));
+    let with = SimHasher::builder()
+        .synonyms(synonyms.clone())
+        .build()
+        .expect("a valid profile");
+    let a = "the big car was parked outside the old station all night long in the rain";
+    let b = "the huge automobile was parked outside the old station all night long in the rain";
+    let set = |h: &SimHasher, t: &str| h.shingle_set(t);
+    assert_eq!(with.fingerprint(a).ok(), with.fingerprint(b).ok());
+    assert_eq!(set(&with, a), set(&with, b));
+    assert_ne!(fp(a).value(), fp(b).value());
+    assert_ne!(set(&hasher(), a), set(&hasher(), b));
+    // The profile records the groups: another set of groups is another profile.
+    let profile = with.profile();
+    assert!(profile
+        .to_string()
+        .ends_with(&format!("/syn:{:016x}", synonyms.digest())));
+    assert_eq!(profile.to_string().parse::<Profile>().ok(), Some(profile));
+    assert!(!profile.reads(&hasher().profile().to_string()));
+    let reordered = crate::features::Synonyms::parse("large,big,huge\n\nautomobile car auto", "t")
+        .expect("groups");
+    assert_ne!(
+        reordered.digest(),
+        synonyms.digest(),
+        "other first words are other groups"
+    );
+    let same = crate::features::Synonyms::parse("big large huge\ncar automobile auto", "u")
+        .expect("groups");
+    assert_eq!(same.digest(), synonyms.digest());
+    // Bad files name their line; blake2b has no synonyms.
+    let err = crate::features::Synonyms::parse("car auto\n\nauto vehicle", "v.txt").unwrap_err();
+    assert!(err.to_string().contains("v.txt line 3"), "{err}");
+    let err = crate::features::Synonyms::parse("New-York nyc", "w.txt").unwrap_err();
+    assert!(err.to_string().contains("one word"), "{err}");
+    assert!(SimHasher::builder()
+        .hash(HashAlgo::Blake2b)
+        .synonyms(synonyms)
+        .build()
+        .is_err());
+}

@@ -32,6 +32,7 @@ class Fingerprinter:
         tokens: str = "words",
         stopwords: bool = False,
         idf: Optional[Union[str, PathLike[str]]] = None,
+        synonyms: Optional[Union[str, PathLike[str]]] = None,
         threads: Optional[int] = None,
     ) -> None: ...
     @property
@@ -54,6 +55,7 @@ def fingerprint(
     tokens: str = "words",
     stopwords: bool = False,
     idf: Optional[Union[str, PathLike[str]]] = None,
+    synonyms: Optional[Union[str, PathLike[str]]] = None,
     threads: Optional[int] = None,
 ) -> npt.NDArray[np.uint64]:
     """Fingerprints of `texts`, as `neardup fingerprint` makes them."""
@@ -111,6 +113,7 @@ class Deduper:
         tokens: str = "words",
         stopwords: bool = False,
         idf: Optional[Union[str, PathLike[str]]] = None,
+        synonyms: Optional[Union[str, PathLike[str]]] = None,
         detect_language: bool = True,
         threads: Optional[int] = None,
     ) -> None: ...
@@ -155,6 +158,7 @@ def analyze_batch(
     tokens: str = "words",
     stopwords: bool = False,
     idf: Optional[Union[str, PathLike]] = None,
+    synonyms: Optional[Union[str, PathLike]] = None,
     detect_language: bool = True,
     threads: Optional[int] = None,
 ) -> pa.RecordBatch: ...
