@@ -130,8 +130,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Fingerprint(args) => fingerprint::run(&args),
         Command::Idf(args) => idf::run(&args),
         Command::Dedup(mut args) => {
-            // The profile's options are checked before the store is opened.
-            hasher_builder(&args.profile)?;
+            // The profile's flags are checked before the store is opened.
+            token_rule(&args.profile)?;
             args.input.code_lang = args.profile.code();
             args.input.resolve()?;
             dedup::run(&args)
@@ -187,6 +187,16 @@ pub fn hasher_builder(p: &ProfileArgs) -> anyhow::Result<SimHasherBuilder> {
         )),
         None => builder,
     };
+    Ok(match token_rule(p)? {
+        Some(rule) => builder.tokens(rule),
+        None => builder,
+    })
+}
+
+/// The token rule `--features`, `--code-lang` and `--tokens` ask for (`None`: the profile's
+/// own), checked without reading any file, so that a command can refuse a bad combination
+/// before it opens a store.
+pub fn token_rule(p: &ProfileArgs) -> anyhow::Result<Option<TokenRule>> {
     match (p.features, p.code_lang, p.tokens, p.profile) {
         (FeaturesName::Code, None, ..) => {
             bail!("--features code needs --code-lang (rust, python, javascript, typescript, tsx, c, cpp, java or go)")
@@ -197,17 +207,13 @@ pub fn hasher_builder(p: &ProfileArgs) -> anyhow::Result<SimHasherBuilder> {
         (FeaturesName::Code, Some(_), _, ProfileName::Blake2b) => {
             bail!("--features code applies to the xxh3 profile; blake2b reads words as seed 000's Python does")
         }
-        (FeaturesName::Code, Some(lang), ..) => return Ok(builder.tokens(TokenRule::Code(lang))),
+        (FeaturesName::Code, Some(lang), ..) => Ok(Some(TokenRule::Code(lang))),
         (FeaturesName::Words, Some(_), ..) => bail!("--code-lang applies to --features code"),
-        (FeaturesName::Words, None, ..) => {}
-    }
-    let builder = match (p.tokens, p.profile) {
-        (TokensName::Words, _) => builder,
-        (_, ProfileName::Blake2b) => bail!(
+        (FeaturesName::Words, None, TokensName::Words, _) => Ok(None),
+        (FeaturesName::Words, None, _, ProfileName::Blake2b) => bail!(
             "--tokens applies to the xxh3 profile; blake2b tokenises as seed 000's Python does"
         ),
-        (TokensName::Jieba, _) => builder.tokens(TokenRule::UnicodeJieba),
-        (TokensName::Chars, _) => builder.tokens(TokenRule::Characters),
-    };
-    Ok(builder)
+        (FeaturesName::Words, None, TokensName::Jieba, _) => Ok(Some(TokenRule::UnicodeJieba)),
+        (FeaturesName::Words, None, TokensName::Chars, _) => Ok(Some(TokenRule::Characters)),
+    }
 }

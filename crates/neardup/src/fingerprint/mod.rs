@@ -529,7 +529,7 @@ impl SimHasher {
             (HashAlgo::Xxh3, TokenRule::Code(lang)) => {
                 let tokens = &mut scratch.tokens;
                 let parsed = crate::text::code::for_each_code_token(text, lang, |t| {
-                    tokens.push(crate::text::shingle::token_hash(t.as_bytes()));
+                    tokens.push(token_hash(t.as_bytes()));
                 });
                 if !parsed {
                     // Not code of that language: its words, as the default profile reads them.

@@ -157,14 +157,19 @@ pub(crate) fn for_each_code_token(source: &str, lang: CodeLang, mut f: impl FnMu
 
 /// The bytes under error nodes (and missing nodes' places) of the tree at `node`.
 fn error_bytes(node: Node<'_>) -> usize {
-    if node.is_error() || node.is_missing() {
-        return node.byte_range().len().max(1);
+    // A stack rather than recursion, as in `walk`: only subtrees that hold an error are
+    // entered.
+    let mut stack = vec![node];
+    let mut bytes = 0;
+    while let Some(node) = stack.pop() {
+        if node.is_error() || node.is_missing() {
+            bytes += node.byte_range().len().max(1);
+        } else if node.has_error() {
+            let mut cursor = node.walk();
+            stack.extend(node.children(&mut cursor));
+        }
     }
-    if !node.has_error() {
-        return 0;
-    }
-    let mut cursor = node.walk();
-    node.children(&mut cursor).map(error_bytes).sum()
+    bytes
 }
 
 /// The tokens of the subtree at the cursor, in preorder (iterative: deep trees, such as a
