@@ -46,6 +46,7 @@ pub mod store;
 pub mod text;
 pub mod tune;
 pub mod verify;
+pub mod watch;
 
 pub use error::{Error, Result};
 pub use exact::ContentHash;

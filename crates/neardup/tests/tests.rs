@@ -4,3 +4,4 @@ mod golden;
 mod lang;
 mod layers;
 mod seeds;
+mod watch;

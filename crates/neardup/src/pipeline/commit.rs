@@ -227,6 +227,19 @@ impl<S: Store> Deduper<S> {
         Ok(outcomes)
     }
 
+    /// Brings memory up to date with what other processes committed to the store since
+    /// this deduper opened it or last wrote to it (a reader's view of a store that another
+    /// process writes: a service checking against a watchlist the CLI edits).
+    ///
+    /// # Errors
+    /// Store failures; a deduper with a commit in flight waits for it first.
+    pub fn refresh(&mut self) -> Result<()> {
+        self.check()?;
+        self.wait_committed()?;
+        let result = self.sync_remote();
+        self.poison_on_error(result)
+    }
+
     /// Waits until the batch [`process_prepared_behind`](Self::process_prepared_behind)
     /// handed to the store last is committed; nothing to wait for is no error.
     ///
