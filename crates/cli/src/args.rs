@@ -81,4 +81,8 @@ pub enum Command {
     /// /healthz and Prometheus /metrics. Listens on loopback unless --listen says otherwise.
     /// Stops cleanly on SIGTERM or Ctrl-C, after answering the requests in flight.
     Serve(crate::cmd::serve::ServeArgs),
+    /// Watchlists of known content (content farms, leaked or banned text): `watch add`
+    /// fills one; `query`, `dedup` and `serve` check records against it with
+    /// --watchlist and raise alerts graded by distance.
+    Watch(crate::cmd::watch::WatchCmdArgs),
 }

@@ -1167,3 +1167,114 @@ fn records_the_schema_refuses_are_refused_with_documented_statuses() {
     let (_, health) = server.call("GET", "/healthz", None);
     assert_eq!(health["records"], 1, "{health}");
 }
+
+/// A man page of this machine (a fixture of the library's tests).
+fn man_page(lang: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../neardup/tests/data/text")
+        .join(format!("man_{lang}.txt"));
+    std::fs::read_to_string(path).expect("fixture")
+}
+
+/// `neardup watch add` of `records` under `class` to the watchlist `w.db` in `dir`.
+fn watch_add(dir: &Path, class: &str, records: &[Value]) {
+    let file = dir.join(format!("{class}.jsonl"));
+    let text: String = records.iter().map(|r| format!("{r}\n")).collect();
+    std::fs::write(&file, text).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .current_dir(dir)
+        .args(["watch", "add", "--watchlist", "w.db", "--class", class])
+        .arg(&file)
+        .output()
+        .expect("the binary runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn watchlist_alerts_come_with_answers_and_metrics_and_follow_its_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    watch_add(
+        d,
+        "farm",
+        &[json!({"id": "man-de", "text": man_page("de")})],
+    );
+    let server = Server::start(
+        &d.join("s.db"),
+        &["--watchlist", d.join("w.db").to_str().unwrap()],
+    );
+    // A copy of the watched page: its insert is new to the store, and red.
+    let a = server.insert(json!({"id": "a", "text": man_page("de")}));
+    assert_eq!(a["decision"], "new");
+    assert_eq!(
+        a["alerts"],
+        json!([{"level": "red", "watched": "man-de", "class": "farm", "distance": 0, "jaccard": 1.0}])
+    );
+    // Unrelated text: an empty list, so a client can tell "checked, nothing" apart.
+    let q = server.query(json!({"text": man_page("ru")}));
+    assert_eq!(q["alerts"], json!([]));
+    // A batch answers each record.
+    let (status, batch) = server.call(
+        "POST",
+        "/v1/query",
+        Some(&json!([{"text": man_page("de")}, {"text": man_page("tr")}])),
+    );
+    assert_eq!(status, 200);
+    assert_eq!(batch[0]["alerts"][0]["watched"], "man-de");
+    assert_eq!(batch[1]["alerts"], json!([]));
+    let (_, text) = server.call("GET", "/metrics", None);
+    let text = s(&text).to_owned();
+    for line in [
+        "neardup_watchlist_alerts_total{level=\"red\"} 2",
+        "neardup_watchlist_alerts_total{level=\"orange\"} 0",
+    ] {
+        assert!(text.contains(line), "{line} in {text}");
+    }
+
+    // Content added to the watchlist while the server runs raises alerts within seconds.
+    watch_add(
+        d,
+        "leak",
+        &[json!({"id": "man-ru", "text": man_page("ru")})],
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let q = server.query(json!({"text": man_page("ru")}));
+        if q["alerts"][0]["watched"] == "man-ru" {
+            assert_eq!(q["alerts"][0]["class"], "leak");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the new watched record never alerted: {q}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // And erased content stops alerting.
+    let out = Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .current_dir(d)
+        .args(["erase", "--store", "w.db", "man-ru"])
+        .output()
+        .expect("the binary runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let q = server.query(json!({"text": man_page("ru")}));
+        if q["alerts"] == json!([]) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the erased record still alerts: {q}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}

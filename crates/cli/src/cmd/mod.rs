@@ -12,6 +12,7 @@ pub mod query;
 pub mod review;
 pub mod serve;
 pub mod tune;
+pub mod watch;
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -147,6 +148,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Explain(args) => explain::run(&args),
         Command::Plan(args) => plan::run(&args),
         Command::Serve(args) => serve::run(&args),
+        Command::Watch(args) => watch::run(args),
     }
 }
 

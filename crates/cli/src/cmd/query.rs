@@ -9,14 +9,15 @@ use clap::Args;
 use neardup::{Record, TextField};
 
 use crate::args::{InputArgs, InputFormat, ScoringArgs};
+use crate::cmd::watch::WatchArgs;
 use crate::input;
 
 /// Arguments of `neardup query`.
 #[derive(Debug, Args)]
 pub struct QueryArgs {
-    /// The store to search.
-    #[arg(long, value_name = "PATH", default_value = "neardup.db")]
-    pub store: PathBuf,
+    /// The store to search (default: neardup.db; with --watchlist, none unless given).
+    #[arg(long, value_name = "PATH")]
+    pub store: Option<PathBuf>,
     /// The text to look up.
     #[arg(long, value_name = "TEXT", conflicts_with = "file")]
     pub text: Option<String>,
@@ -29,28 +30,38 @@ pub struct QueryArgs {
     /// `text` (the whole file). Default: auto.
     #[arg(long, value_enum, value_name = "FORMAT", requires = "file")]
     pub format: Option<InputFormat>,
-    /// Print JSON instead of a table.
+    /// Print JSON instead of a table: the matches as an array, or with --watchlist an
+    /// object with `matches` (when a store is searched) and `alerts`.
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
     pub scoring: ScoringArgs,
+    #[command(flatten)]
+    pub watch: WatchArgs,
 }
 
-/// Exit codes like grep's: 0 when something matched, 1 when nothing did, 2 on error.
+/// Exit codes like grep's: 0 when something matched (a stored record or, with --watchlist,
+/// an alert), 1 when nothing did.
 pub fn run(args: &QueryArgs) -> anyhow::Result<ExitCode> {
     let fields = match (&args.text, &args.file) {
         (Some(t), None) => vec![("text".to_owned(), t.clone())],
         (None, Some(f)) => fields_of_file(f, args.format.unwrap_or(InputFormat::Auto))?,
         _ => bail!("give the text to look up with --text or --file"),
     };
-    if !super::is_redis_url(&args.store) && !args.store.exists() {
-        bail!(
-            "store {} does not exist: run `neardup dedup` first",
-            args.store.display()
-        );
+    let store = match (&args.store, &args.watch.watchlist) {
+        (Some(store), _) => Some(store.clone()),
+        (None, None) => Some(PathBuf::from("neardup.db")),
+        (None, Some(_)) => None,
+    };
+    if let Some(store) = &store {
+        if !super::is_redis_url(store) && !store.exists() {
+            bail!(
+                "store {} does not exist: run `neardup dedup` first",
+                store.display()
+            );
+        }
     }
-    let deduper = super::open_deduper(&args.store, &args.scoring.profile, &args.scoring.rule, 0)
-        .with_context(|| format!("opening store {}", args.store.display()))?;
+    let watchlist = args.watch.open(&args.scoring.profile)?;
     let mut record = Record::new("<query>", String::new());
     record.fields = fields
         .into_iter()
@@ -60,38 +71,86 @@ pub fn run(args: &QueryArgs) -> anyhow::Result<ExitCode> {
             weight: 1,
         })
         .collect();
-    let hits = deduper.query(&record)?;
+    let alerts = match &watchlist {
+        Some(w) => Some(w.check(&record)?),
+        None => None,
+    };
+    let mut hits = Vec::new();
+    let mut rows = Vec::new();
+    if let Some(store) = &store {
+        let deduper = super::open_deduper(store, &args.scoring.profile, &args.scoring.rule, 0)
+            .with_context(|| format!("opening store {}", store.display()))?;
+        hits = deduper.query(&record)?;
+        rows = hits
+            .iter()
+            .map(|(id, s)| {
+                let survivor = deduper.cluster_of(id).map(|c| c.survivor);
+                (id.clone(), *s, survivor)
+            })
+            .collect();
+    }
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     if args.json {
-        let rows: Vec<serde_json::Value> = hits
+        let matches: Vec<serde_json::Value> = rows
             .iter()
-            .map(|(id, s)| {
-                let cluster = deduper.cluster_of(id);
+            .map(|(id, s, survivor)| {
                 serde_json::json!({"id": id, "distance": s.distance, "jaccard": s.jaccard,
-                    "survivor": cluster.map(|c| c.survivor)})
+                    "survivor": survivor})
             })
             .collect();
-        writeln!(out, "{}", serde_json::to_string_pretty(&rows)?)?;
-    } else if !hits.is_empty() {
-        writeln!(
-            out,
-            "{:<40} {:>8} {:>8}  survivor",
-            "id", "distance", "jaccard"
-        )?;
-        for (id, s) in &hits {
-            let survivor = deduper
-                .cluster_of(id)
-                .map(|c| c.survivor)
-                .unwrap_or_default();
+        let value = match &alerts {
+            None => serde_json::json!(matches),
+            Some(alerts) => {
+                let mut object = serde_json::json!({ "alerts": alerts });
+                if store.is_some() {
+                    object["matches"] = serde_json::json!(matches);
+                }
+                object
+            }
+        };
+        writeln!(out, "{}", serde_json::to_string_pretty(&value)?)?;
+    } else {
+        if !rows.is_empty() {
             writeln!(
                 out,
-                "{:<40} {:>8} {:>8.4}  {}",
-                id, s.distance, s.jaccard, survivor
+                "{:<40} {:>8} {:>8}  survivor",
+                "id", "distance", "jaccard"
             )?;
+            for (id, s, survivor) in &rows {
+                writeln!(
+                    out,
+                    "{:<40} {:>8} {:>8.4}  {}",
+                    id,
+                    s.distance,
+                    s.jaccard,
+                    survivor.as_deref().unwrap_or_default()
+                )?;
+            }
+        }
+        if let Some(alerts) = alerts.as_ref().filter(|a| !a.is_empty()) {
+            if !rows.is_empty() {
+                writeln!(out)?;
+            }
+            writeln!(
+                out,
+                "{:<8} {:<16} {:<40} {:>8} {:>8}",
+                "alert", "class", "watched", "distance", "jaccard"
+            )?;
+            for a in alerts {
+                writeln!(
+                    out,
+                    "{:<8} {:<16} {:<40} {:>8} {:>8.4}",
+                    a.level,
+                    a.class.as_deref().unwrap_or("-"),
+                    a.watched,
+                    a.distance,
+                    a.jaccard
+                )?;
+            }
         }
     }
-    Ok(if hits.is_empty() {
+    Ok(if hits.is_empty() && alerts.is_none_or(|a| a.is_empty()) {
         ExitCode::from(crate::exit::NO_MATCH)
     } else {
         ExitCode::SUCCESS

@@ -10,6 +10,7 @@ mod api;
 mod http;
 mod metrics;
 mod openapi;
+mod watch;
 mod writer;
 
 use std::collections::HashMap;
@@ -37,6 +38,7 @@ use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
 use crate::args::ScoringArgs;
+use crate::cmd::watch::WatchArgs;
 use api::{Answer, ApiError, Conversion, Match};
 use metrics::Metrics;
 use writer::{Job, Shared, WriterConfig, WriterState};
@@ -46,6 +48,12 @@ use writer::{Job, Shared, WriterConfig, WriterState};
 pub struct ServeArgs {
     #[command(flatten)]
     pub scoring: ScoringArgs,
+    /// With --watchlist, every inserted and queried record is also checked against it and
+    /// its answer lists the alerts; /metrics counts them by level. Changes made to the
+    /// watchlist by `neardup watch add`, `erase` or `expire` while the server runs apply
+    /// within a second.
+    #[command(flatten)]
+    pub watch: WatchArgs,
     /// The store: an SQLite file, created if missing; the same store `neardup dedup` uses.
     /// The server holds its writer lock while it runs: a `dedup` on it waits for the server
     /// to stop, and a server started while a `dedup` runs waits for it.
@@ -134,6 +142,8 @@ struct Inner {
     store_path: PathBuf,
     /// The OpenAPI document of this server (it depends on the token and the limits).
     openapi: Value,
+    /// The watchlist records are checked against, if any.
+    watch: Option<Arc<watch::Watch>>,
 }
 
 type App = Arc<Inner>;
@@ -160,7 +170,14 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     let records = deduper.stats().records;
     let analysis = writer::Analysis::new(&deduper);
     let deduper: Shared = Arc::new(RwLock::new(deduper));
+    let watch = args
+        .watch
+        .open(&args.scoring.profile)?
+        .map(|w| Arc::new(watch::Watch::new(w)));
     let metrics = Arc::new(Metrics::default());
+    if let Some(w) = &watch {
+        metrics.alert_levels(w.levels().iter().map(String::as_str));
+    }
     let writer_state = Arc::new(WriterState {
         failed: AtomicBool::new(false),
         failure: Mutex::new(None),
@@ -203,6 +220,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         max_batch: args.max_batch,
         store_path: args.store.clone(),
         openapi,
+        watch,
     });
 
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
@@ -393,12 +411,14 @@ async fn post_records(
     // Analysed here, on the request's thread, so the single writer only decides and
     // commits (and analysis overlaps the writer's previous group).
     let (records, prepared, _) = analysed(&app, records).await?;
-    let answers = ask_writer(&app, |reply| Job::Insert {
+    let (records, alerts) = watch::alerts_of(&app, records).await?;
+    let mut answers = ask_writer(&app, |reply| Job::Insert {
         records,
         prepared,
         reply,
     })
     .await?;
+    watch::attach(&app, &mut answers, alerts);
     reply(answers, batch)
 }
 
@@ -438,6 +458,7 @@ async fn post_query(
         Cost::Short
     };
     let (records, prepared, analyzer) = analysed(&app, records).await?;
+    let (records, alerts) = watch::alerts_of(&app, records).await?;
     let shared = app.analysis.clone();
     let answers = read(&app, cost, move |d| {
         let answers = records
@@ -454,6 +475,8 @@ async fn post_query(
     for a in &answers {
         app.metrics.queried(a.decision);
     }
+    let mut answers = answers;
+    watch::attach(&app, &mut answers, alerts);
     reply(answers, batch)
 }
 

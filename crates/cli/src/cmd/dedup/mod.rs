@@ -18,6 +18,7 @@ use rayon::prelude::*;
 use serde_json::{json, Value};
 
 use crate::args::{InputArgs, ProfileArgs, RuleArgs};
+use crate::cmd::watch::{self, WatchArgs};
 use crate::input::{self, Reject};
 use crate::output::UncachedFile;
 
@@ -35,11 +36,14 @@ pub struct DedupArgs {
     pub profile: ProfileArgs,
     #[command(flatten)]
     pub rule: RuleArgs,
+    #[command(flatten)]
+    pub watch: WatchArgs,
     /// The store: an SQLite file, created if missing. A second run with the same store
     /// deduplicates its input against everything stored.
     #[arg(long, value_name = "PATH", default_value = "neardup.db")]
     pub store: PathBuf,
-    /// Directory for kept.jsonl, clusters.jsonl, merges.jsonl, rejects.jsonl, report.json.
+    /// Directory for kept.jsonl, clusters.jsonl, merges.jsonl, rejects.jsonl, report.json
+    /// (and alerts.jsonl with --watchlist).
     #[arg(long, short, value_name = "DIR")]
     pub out: PathBuf,
     /// A shingle on more than this share of a host's pages is boilerplate.
@@ -94,13 +98,16 @@ pub struct DedupArgs {
 /// the keys kept.jsonl adds (for kept.jsonl) and where it came from.
 type Pending = (Record, Kept);
 
-/// What a record's outcome is written with: its JSON object for kept.jsonl and where it
-/// came from.
-type Kept = (Option<SpoolObject>, String);
+/// What a record's outcome is written with: its JSON object for kept.jsonl, where it came
+/// from and its watchlist alerts.
+type Kept = (Option<SpoolObject>, String, Checked);
+
+/// A record's watchlist alerts, or why the watchlist could not be read.
+pub(super) type Checked = Result<Vec<neardup::watch::Alert>, String>;
 
 /// The command line's input for [`Runner`]: lines of JSON, or of text, or whole documents,
-/// parsed on the analysis threads.
-struct Input<'a>(&'a InputArgs);
+/// parsed (and checked against the watchlist) on the analysis threads.
+struct Input<'a>(&'a InputArgs, Option<&'a watch::Opened>);
 
 impl pipeline::Source for Input<'_> {
     type Item = input::Item;
@@ -108,7 +115,18 @@ impl pipeline::Source for Input<'_> {
     type Reject = Reject;
 
     fn parse(&self, item: input::Item) -> Result<Pending, Reject> {
-        item.parse(self.0).and_then(|r| convert(r, self.0))
+        let (record, (object, origin, _)) = item.parse(self.0).and_then(|r| convert(r, self.0))?;
+        let alerts = match self.1.map(|w| w.check(&record)) {
+            None => Ok(Vec::new()),
+            Some(Ok(alerts)) => Ok(alerts),
+            // A record with no words: the pipeline rejects it with its reason.
+            Some(Err(neardup::Error::InvalidConfig { field: "text", .. })) => Ok(Vec::new()),
+            Some(Err(e)) => Err(format!(
+                "checking record {:?} against the watchlist: {e}",
+                record.id
+            )),
+        };
+        Ok((record, (object, origin, alerts)))
     }
 
     fn host(&self, item: &input::Item) -> Option<String> {
@@ -151,9 +169,10 @@ impl pipeline::Sink<Input<'_>> for RunState {
     fn decided(
         &mut self,
         record: &Record,
-        (object, origin): Kept,
+        (object, origin, alerts): Kept,
         outcome: Outcome,
     ) -> anyhow::Result<()> {
+        self.alerts(record, &origin, alerts.map_err(anyhow::Error::msg)?)?;
         self.record_outcome(record, object, &origin, outcome)
     }
 
@@ -192,6 +211,7 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
         deduper.collect_pairs(args.pairs);
         Ok(deduper)
     };
+    let watchlist = args.watch.open(&args.profile)?;
     let mut deduper = open("opening")?;
     let defaults_note = changed_defaults_note(&deduper)?;
     let show = !args.quiet && std::io::stderr().is_terminal();
@@ -203,7 +223,7 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
         .start_handler(|_| lower_thread_priority())
         .build()
         .context("starting the analysis threads")?;
-    let source = Input(&args.input);
+    let source = Input(&args.input, watchlist.as_ref());
     let mut runner = Runner::new(&mut deduper)
         .analysis_pool(Arc::new(analysis_pool))
         .now(now)
@@ -230,7 +250,8 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
 
     // Pass 2: deduplicate.
     let mut state = RunState {
-        out: Outputs::create(&args.out, args.pairs)?,
+        out: Outputs::create(&args.out, args.pairs, watchlist.is_some())?,
+        alerted: BTreeMap::new(),
         counts: Counts::default(),
         strict: args.strict,
         run_ids: Vec::new(),
@@ -356,7 +377,7 @@ fn convert(mut r: input::Record, args: &InputArgs) -> Result<Pending, Reject> {
         retention_class: r.retention_class,
         fields: weighted(r.fields, args),
     };
-    Ok((record, (object, r.origin.to_string())))
+    Ok((record, (object, r.origin.to_string(), Ok(Vec::new()))))
 }
 
 /// An input record's content fields with their `--field-weight`s.

@@ -323,11 +323,13 @@ pub(super) struct Outputs {
     pub(super) rejects: BufWriter<File>,
     /// pairs.jsonl, with --pairs.
     pub(super) pairs: Option<BufWriter<File>>,
+    /// alerts.jsonl, with --watchlist.
+    pub(super) alerts: Option<BufWriter<File>>,
     pub(super) spool: BufWriter<File>,
 }
 
 impl Outputs {
-    pub(super) fn create(dir: &Path, pairs: bool) -> anyhow::Result<Outputs> {
+    pub(super) fn create(dir: &Path, pairs: bool, alerts: bool) -> anyhow::Result<Outputs> {
         let open = |name: &str| -> anyhow::Result<BufWriter<File>> {
             let path = dir.join(name);
             Ok(BufWriter::with_capacity(
@@ -335,21 +337,25 @@ impl Outputs {
                 File::create(&path).with_context(|| format!("creating {}", path.display()))?,
             ))
         };
+        // An optional output: created when asked for, else an earlier run's removed, so
+        // that nothing stale lies beside this run's outputs.
+        let optional = |name: &str, wanted: bool| -> anyhow::Result<Option<BufWriter<File>>> {
+            if wanted {
+                return Ok(Some(open(name)?));
+            }
+            match std::fs::remove_file(dir.join(name)) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    Err(e).with_context(|| format!("removing an old {name}"))
+                }
+                _ => Ok(None),
+            }
+        };
         Ok(Outputs {
             dir: dir.to_owned(),
             merges: open("merges.jsonl")?,
             rejects: open("rejects.jsonl")?,
-            pairs: if pairs {
-                Some(open("pairs.jsonl")?)
-            } else {
-                // No stale pairs from an earlier run with --pairs beside this run's outputs.
-                match std::fs::remove_file(dir.join("pairs.jsonl")) {
-                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                        return Err(e).context("removing an old pairs.jsonl")
-                    }
-                    _ => None,
-                }
-            },
+            pairs: optional("pairs.jsonl", pairs)?,
+            alerts: optional("alerts.jsonl", alerts)?,
             spool: open(".kept.spool")?,
         })
     }
@@ -363,8 +369,8 @@ impl Outputs {
     pub(super) fn finish(&mut self, report: &Value) -> anyhow::Result<()> {
         self.merges.flush()?;
         self.rejects.flush()?;
-        if let Some(pairs) = &mut self.pairs {
-            pairs.flush()?;
+        for optional in [&mut self.pairs, &mut self.alerts].into_iter().flatten() {
+            optional.flush()?;
         }
         let path = self.dir.join("report.json");
         std::fs::write(&path, serde_json::to_string_pretty(report)? + "\n")
@@ -376,6 +382,8 @@ impl Outputs {
 
 pub(super) struct RunState {
     pub(super) out: Outputs,
+    /// Records that raised an alert, by their most severe level.
+    pub(super) alerted: BTreeMap<String, u64>,
     /// `--strict`: a record rejected by its decision (a duplicate id, say) ends the run.
     pub(super) strict: bool,
     pub(super) counts: Counts,
@@ -458,6 +466,26 @@ impl RunState {
             None => w.write_all(b"null")?,
         }
         w.write_all(b"\n")?;
+        Ok(())
+    }
+
+    /// Writes a record's watchlist alerts to alerts.jsonl (one line per record that raised
+    /// any, most severe first).
+    pub(super) fn alerts(
+        &mut self,
+        record: &Record,
+        origin: &str,
+        alerts: Vec<neardup::watch::Alert>,
+    ) -> anyhow::Result<()> {
+        let (Some(out), Some(top)) = (&mut self.out.alerts, alerts.first()) else {
+            return Ok(());
+        };
+        *self.alerted.entry(top.level.clone()).or_default() += 1;
+        serde_json::to_writer(
+            &mut *out,
+            &json!({"id": record.id, "origin": origin, "level": top.level, "alerts": alerts}),
+        )?;
+        out.write_all(b"\n")?;
         Ok(())
     }
 

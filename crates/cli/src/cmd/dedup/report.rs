@@ -65,7 +65,7 @@ pub(super) fn finish(run: Run<'_>) -> anyhow::Result<ExitCode> {
                    "share_of_shingles_removed": round(share, 4)})
         })
         .collect();
-    let report = json!({
+    let mut report = json!({
         "input_records": c.input,
         "kept": kept,
         "merged": merged,
@@ -120,6 +120,14 @@ pub(super) fn finish(run: Run<'_>) -> anyhow::Result<ExitCode> {
         "input_bytes": total_bytes,
         "input_mb_per_s": total_bytes.map(|b| round(b as f64 / 1e6 / elapsed.max(1e-9), 2)),
     });
+    if let Some(watchlist) = &args.watch.watchlist {
+        report["alerts"] = json!({
+            "watchlist": watchlist.display().to_string(),
+            "bands": args.watch.alert_bands.to_string(),
+            "records": state.alerted.values().sum::<u64>(),
+            "by_level": state.alerted,
+        });
+    }
     state.out.finish(&report)?;
     deduper
         .set_store_meta(DEFAULTS_KEY, DEFAULTS_VERSION)
@@ -138,6 +146,19 @@ pub(super) fn finish(run: Run<'_>) -> anyhow::Result<ExitCode> {
             stats.index.largest_bucket,
             args.out.display()
         );
+        if args.watch.watchlist.is_some() {
+            let levels: Vec<String> = args
+                .watch
+                .alert_bands
+                .levels()
+                .map(|l| format!("{l} {}", state.alerted.get(l).copied().unwrap_or(0)))
+                .collect();
+            eprintln!(
+                "neardup: {} records raised watchlist alerts ({}); see alerts.jsonl",
+                state.alerted.values().sum::<u64>(),
+                levels.join(", ")
+            );
+        }
         if let Some(note) = defaults_note {
             eprintln!("neardup: {note}");
         }

@@ -267,6 +267,9 @@ pub struct Answer {
     /// Queries only: every stored near duplicate, best first (at most 10).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub matches: Option<Vec<Match>>,
+    /// With --watchlist: the watched records it matched, most severe level first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alerts: Option<Vec<neardup::watch::Alert>>,
 }
 
 /// One stored near duplicate in a query answer.
@@ -299,6 +302,7 @@ impl Answer {
             already_stored: false,
             error: None,
             matches: None,
+            alerts: None,
         }
     }
 

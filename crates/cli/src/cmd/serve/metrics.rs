@@ -80,6 +80,8 @@ pub struct Metrics {
     latency: Mutex<BTreeMap<&'static str, std::sync::Arc<Histogram>>>,
     /// Responses by (route, status).
     responses: Mutex<BTreeMap<(&'static str, u16), u64>>,
+    /// With a watchlist: records that raised an alert, by their most severe level.
+    alerts: Mutex<BTreeMap<String, u64>>,
 }
 
 fn slot(decision: &str) -> usize {
@@ -100,6 +102,18 @@ impl Metrics {
 
     pub fn queried(&self, decision: &str) {
         self.queried[slot(decision)].fetch_add(1, Relaxed);
+    }
+
+    /// Exports a zero for each alert level before any is raised.
+    pub fn alert_levels<'a>(&self, levels: impl IntoIterator<Item = &'a str>) {
+        let mut alerts = self.alerts.lock();
+        for level in levels {
+            alerts.entry(level.to_owned()).or_default();
+        }
+    }
+
+    pub fn alerted(&self, level: &str) {
+        *self.alerts.lock().entry(level.to_owned()).or_default() += 1;
     }
 
     pub fn erased(&self, n: u64) {
@@ -193,6 +207,21 @@ impl Metrics {
                 out,
                 "neardup_http_responses_total{{route=\"{route}\",status=\"{status}\"}} {n}"
             );
+        }
+        let alerts = self.alerts.lock();
+        if !alerts.is_empty() {
+            family(
+                out,
+                "neardup_watchlist_alerts_total",
+                "counter",
+                "Inserted and queried records that raised a watchlist alert, by their most severe level.",
+            );
+            for (level, n) in alerts.iter() {
+                let _ = writeln!(
+                    out,
+                    "neardup_watchlist_alerts_total{{level=\"{level}\"}} {n}"
+                );
+            }
         }
     }
 }

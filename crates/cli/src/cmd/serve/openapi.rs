@@ -326,7 +326,8 @@ pub fn document(settings: &Settings) -> Value {
                             "additionalProperties": false,
                             "required": ["id", "distance", "jaccard"],
                             "properties": {"id": {"type": "string"}, "distance": {"type": "integer", "minimum": 0}, "jaccard": {"type": "number", "minimum": 0, "maximum": 1}}
-                        }}
+                        }},
+                        "alerts": alerts_schema()
                     }
                 },
                 "StoredRecord": {
@@ -417,6 +418,22 @@ pub fn document(settings: &Settings) -> Value {
         });
     }
     doc
+}
+
+/// An answer's `alerts` (with `--watchlist`).
+fn alerts_schema() -> Value {
+    json!({"type": "array", "description": "With --watchlist: the watched records it matched, most severe level first (at most 10).", "maxItems": 10, "items": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["level", "watched", "class", "distance", "jaccard"],
+        "properties": {
+            "level": {"type": "string", "description": "The alert level (--alert-bands)."},
+            "watched": {"type": "string", "description": "The watched record's id."},
+            "class": {"type": "string", "nullable": true, "description": "Its class (`neardup watch add --class`)."},
+            "distance": {"type": "integer", "minimum": 0},
+            "jaccard": {"type": "number", "minimum": 0, "maximum": 1}
+        }
+    }})
 }
 
 #[cfg(test)]
