@@ -108,6 +108,14 @@ pub enum Error {
     /// those decisions were made on a stale view, so nothing of the batch was written.
     #[error("another process wrote to the store while this one was deciding a batch: nothing of that batch was written; reopen the store and process its records again")]
     Conflict,
+    /// A sentence-embedding model could not be loaded or run.
+    #[error("semantic model {}: {reason}", .path.display())]
+    Model {
+        /// The model's directory.
+        path: PathBuf,
+        /// What went wrong, with the fix where there is one.
+        reason: String,
+    },
     /// A file had the wrong format.
     #[error("{}: {reason}", .path.display())]
     Format {

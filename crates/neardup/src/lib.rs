@@ -42,6 +42,8 @@ pub mod fingerprint;
 pub mod index;
 pub mod pipeline;
 pub mod record;
+#[cfg(feature = "semantic")]
+pub mod semantic;
 pub mod store;
 pub mod text;
 pub mod tune;
