@@ -19,8 +19,8 @@
 //! two texts' embeddings. Rules compared, per corpus, pairwise precision and recall (over
 //! all true pairs, and over the reworded ones, whose texts differ):
 //! - `jaccard`: within `k` bits and Jaccard >= 0.8 (dedup's default rule);
-//! - `+semantic R T`: that, or within `R` bits and a combined score >= `T` (0.7 SimHash
-//!   similarity + 0.3 cosine, seed 002's weights, divided by their sum).
+//! - `+semantic W R T`: that, or within `R` bits and a combined score >= `T` (`W` times
+//!   SimHash similarity plus 1 - `W` times the cosine; seed 002's `W` is 0.7).
 //!
 //! Prints a JSON summary: per corpus and rule the counts and scores, the leave-one-corpus-out
 //! choice of (R, T) (best worst-corpus F1 over the other corpora) and its held-out result,
@@ -38,7 +38,13 @@ use serde_json::{json, Value};
 
 const MAX_DISTANCE: u32 = 24;
 const RADII: [u32; 5] = [16, 18, 20, 22, 24];
-const THRESHOLDS: [f64; 10] = [0.76, 0.78, 0.80, 0.82, 0.84, 0.86, 0.88, 0.90, 0.92, 0.94];
+const THRESHOLDS: [f64; 12] = [
+    0.72, 0.74, 0.76, 0.78, 0.80, 0.82, 0.84, 0.86, 0.88, 0.90, 0.92, 0.94,
+];
+/// SimHash weights (the cosine's is 1 minus it): seed 002's 0.7, and more to the cosine.
+const WEIGHTS: [f64; 3] = [0.7, 0.5, 0.3];
+/// Rules of the grid: the Jaccard rule, then every (weight, radius, threshold).
+const RULES: usize = 1 + WEIGHTS.len() * RADII.len() * THRESHOLDS.len();
 
 struct Corpus {
     name: String,
@@ -142,7 +148,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let model = Embedder::load(&model.ok_or("--model DIR")?)?;
     let hasher = SimHasher::builder().build()?;
-    let combined = Combined::default();
     let mut results = Vec::new();
     // Per corpus, the counts of each rule: index 0 the Jaccard rule, then (R, T) in order.
     let mut table: Vec<(String, u64, u64, Vec<Counts>)> = Vec::new();
@@ -220,14 +225,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let e_new = embed(&c.new, &need_new)?;
         emb_secs += started.elapsed().as_secs_f64();
         emb_docs += need_old.len() + need_new.len();
-        let mut counts = vec![Counts::default(); 1 + RADII.len() * THRESHOLDS.len()];
+        let mut counts = vec![Counts::default(); RULES];
         for &(i, j, d) in &candidates {
             let (Some(a), Some(b)) = (&old[i], &new[j]) else {
                 continue;
             };
             let jac = id_jaccard(&a.set, &b.set);
             let cos = cosine(&e_old[&i], &e_new[&j]);
-            let score = combined.score(d, 64, cos);
             let is_true = true_pairs.contains(&(i, j));
             let jaccard_rule = d <= 16 && jac >= 0.8;
             let mut tally = |slot: usize| {
@@ -244,11 +248,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             if jaccard_rule {
                 tally(0);
             }
-            for (ri, &r) in RADII.iter().enumerate() {
-                for (ti, &t) in THRESHOLDS.iter().enumerate() {
-                    if jaccard_rule || (d <= r && score >= t) {
-                        tally(1 + ri * THRESHOLDS.len() + ti);
-                    }
+            for (slot, (w, r, t)) in grid().enumerate() {
+                let combined = Combined {
+                    simhash_weight: w,
+                    cosine_weight: 1.0 - w,
+                };
+                if jaccard_rule || (d <= r && combined.score(d, 64, cos) >= t) {
+                    tally(1 + slot);
                 }
             }
         }
@@ -282,13 +288,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                "precision": round(p), "recall": round(r), "f1": round(f),
                "reworded_recall": round(c.reworded_tp as f64 / nr.max(1) as f64)})
     };
-    let rule_name = |slot: usize| {
-        if slot == 0 {
-            "jaccard k16 J0.8".to_owned()
-        } else {
-            let (ri, ti) = ((slot - 1) / THRESHOLDS.len(), (slot - 1) % THRESHOLDS.len());
-            format!("+semantic R{} T{:.2}", RADII[ri], THRESHOLDS[ti])
-        }
+    let rule_name = |slot: usize| match slot.checked_sub(1).and_then(|s| grid().nth(s)) {
+        None => "jaccard k16 J0.8".to_owned(),
+        Some((w, r, t)) => format!("+semantic W{w:.1}/{:.1} R{r} T{t:.2}", 1.0 - w),
     };
     // Leave one corpus out: the (R, T) with the best worst F1 over the others.
     for held in 0..table.len() {
@@ -357,6 +359,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }))?
     );
     Ok(())
+}
+
+/// The semantic rules: (SimHash weight, radius, threshold).
+fn grid() -> impl Iterator<Item = (f64, u32, f64)> {
+    WEIGHTS.into_iter().flat_map(|w| {
+        RADII
+            .into_iter()
+            .flat_map(move |r| THRESHOLDS.into_iter().map(move |t| (w, r, t)))
+    })
 }
 
 fn round(x: f64) -> f64 {
