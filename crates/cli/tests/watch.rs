@@ -178,6 +178,20 @@ fn bad_watch_arguments_name_the_problem() {
     .assert_fails(3, "not within 0..=1");
     neardup(d, &["query", "--text", "x", "--alert-bands", "red=3"]).assert_fails(3, "--watchlist");
     neardup(d, &["watch", "add", "--watchlist", "w.db", "farm.jsonl"]).assert_fails(3, "--class");
+    neardup(
+        d,
+        &[
+            "dedup",
+            "--store",
+            "w.db",
+            "--watchlist",
+            "./w.db",
+            "--out",
+            "o",
+            "farm.jsonl",
+        ],
+    )
+    .assert_fails(3, "is the store this command writes to");
     // Another profile than the watchlist's is refused, not read wrongly.
     neardup(
         d,

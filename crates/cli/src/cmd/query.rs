@@ -61,7 +61,7 @@ pub fn run(args: &QueryArgs) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    let watchlist = args.watch.open(&args.scoring.profile)?;
+    let watchlist = args.watch.open(&args.scoring.profile, None)?;
     let mut record = Record::new("<query>", String::new());
     record.fields = fields
         .into_iter()

@@ -172,7 +172,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     let deduper: Shared = Arc::new(RwLock::new(deduper));
     let watch = args
         .watch
-        .open(&args.scoring.profile)?
+        .open(&args.scoring.profile, Some(&args.store))?
         .map(|w| Arc::new(watch::Watch::new(w)));
     let metrics = Arc::new(Metrics::default());
     if let Some(w) = &watch {

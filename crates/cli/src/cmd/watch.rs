@@ -38,14 +38,25 @@ fn parse_bands(s: &str) -> Result<AlertBands, String> {
 pub type Opened = Watchlist<Box<dyn Store>>;
 
 impl WatchArgs {
-    /// The watchlist, when one is named, opened with `profile` (the one it was made with).
+    /// The watchlist, when one is named, opened with `profile` (the one it was made with),
+    /// for a command that writes to `store`.
     ///
     /// # Errors
-    /// A missing watchlist, another profile, store failures.
-    pub fn open(&self, profile: &ProfileArgs) -> anyhow::Result<Option<Opened>> {
+    /// A missing watchlist, the store itself, another profile, store failures.
+    pub fn open(
+        &self,
+        profile: &ProfileArgs,
+        store: Option<&Path>,
+    ) -> anyhow::Result<Option<Opened>> {
         let Some(path) = &self.watchlist else {
             return Ok(None);
         };
+        if store.is_some_and(|s| same_file(s, path)) {
+            bail!(
+                "--watchlist {} is the store this command writes to: a watchlist is a store of its own (`neardup watch add`)",
+                path.display()
+            );
+        }
         let what = || format!("opening watchlist {}", path.display());
         if !super::is_redis_url(path) && !path.exists() {
             bail!(
@@ -60,6 +71,15 @@ impl WatchArgs {
             Watchlist::new(deduper, self.alert_bands.clone()).with_context(what)?,
         ))
     }
+}
+
+/// Whether two paths name one store (the same file, or the same URL).
+fn same_file(a: &Path, b: &Path) -> bool {
+    a == b
+        || matches!(
+            (std::fs::canonicalize(a), std::fs::canonicalize(b)),
+            (Ok(x), Ok(y)) if x == y
+        )
 }
 
 fn open_list(

@@ -211,7 +211,7 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
         deduper.collect_pairs(args.pairs);
         Ok(deduper)
     };
-    let watchlist = args.watch.open(&args.profile)?;
+    let watchlist = args.watch.open(&args.profile, Some(&args.store))?;
     let mut deduper = open("opening")?;
     let defaults_note = changed_defaults_note(&deduper)?;
     let show = !args.quiet && std::io::stderr().is_terminal();
