@@ -16,8 +16,10 @@ const LAYERS: &[&str] = &[
     "fingerprint",
     "index",
     "verify",
+    "semantic",
     "store",
     "pipeline",
+    "watch",
     "tune",
 ];
 
