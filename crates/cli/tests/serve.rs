@@ -1181,17 +1181,30 @@ fn watch_add(dir: &Path, class: &str, records: &[Value]) {
     let file = dir.join(format!("{class}.jsonl"));
     let text: String = records.iter().map(|r| format!("{r}\n")).collect();
     std::fs::write(&file, text).unwrap();
+    let file = file.to_str().unwrap();
+    run_ok(
+        dir,
+        &[
+            "watch",
+            "add",
+            "--watchlist",
+            "w.db",
+            "--class",
+            class,
+            file,
+        ],
+    );
+}
+
+/// Runs `neardup ARGS` in `dir` and asserts that it succeeded.
+fn run_ok(dir: &Path, args: &[&str]) {
     let out = Command::new(env!("CARGO_BIN_EXE_neardup"))
         .current_dir(dir)
-        .args(["watch", "add", "--watchlist", "w.db", "--class", class])
-        .arg(&file)
+        .args(args)
         .output()
         .expect("the binary runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{args:?}: {stderr}");
 }
 
 #[test]
@@ -1255,16 +1268,7 @@ fn watchlist_alerts_come_with_answers_and_metrics_and_follow_its_changes() {
         std::thread::sleep(Duration::from_millis(200));
     }
     // And erased content stops alerting.
-    let out = Command::new(env!("CARGO_BIN_EXE_neardup"))
-        .current_dir(d)
-        .args(["erase", "--store", "w.db", "man-ru"])
-        .output()
-        .expect("the binary runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_ok(d, &["erase", "--store", "w.db", "man-ru"]);
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let q = server.query(json!({"text": man_page("ru")}));

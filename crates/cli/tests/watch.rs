@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use common::{assert_contains, data, lines, neardup, report, write};
+use common::{assert_contains, cmd, data, lines, report, write};
 
 fn page(lang: &str) -> String {
     std::fs::read_to_string(data(&format!("text/man_{lang}.txt"))).expect("fixture")
@@ -37,33 +37,10 @@ fn watchlist(dir: &Path) {
         "leak.jsonl",
         jsonl(&[json!({"id": "man-ja", "text": page("ja")})]),
     );
-    let add = neardup(
-        dir,
-        &[
-            "watch",
-            "add",
-            "--watchlist",
-            "w.db",
-            "--class",
-            "farm",
-            "farm.jsonl",
-        ],
-    );
+    let add = cmd(dir, "watch add --watchlist w.db --class farm farm.jsonl");
     add.assert_ok();
     assert_contains(&add.stderr, "3 records added");
-    neardup(
-        dir,
-        &[
-            "watch",
-            "add",
-            "--watchlist",
-            "w.db",
-            "--class",
-            "leak",
-            "leak.jsonl",
-        ],
-    )
-    .assert_ok();
+    cmd(dir, "watch add --watchlist w.db --class leak leak.jsonl").assert_ok();
 }
 
 #[test]
@@ -72,23 +49,12 @@ fn watch_add_list_and_query_grade_copies_by_distance() {
     let d = dir.path();
     watchlist(d);
     // Adding the same records again changes nothing.
-    let again = neardup(
-        d,
-        &[
-            "watch",
-            "add",
-            "--watchlist",
-            "w.db",
-            "--class",
-            "farm",
-            "farm.jsonl",
-        ],
-    );
+    let again = cmd(d, "watch add --watchlist w.db --class farm farm.jsonl");
     again.assert_ok();
     assert_contains(&again.stderr, "0 records added");
     assert_contains(&again.stderr, "3 there already");
 
-    let list = neardup(d, &["watch", "list", "--watchlist", "w.db", "--json"]);
+    let list = cmd(d, "watch list --watchlist w.db --json");
     list.assert_ok();
     assert_eq!(
         list.json(),
@@ -97,17 +63,7 @@ fn watch_add_list_and_query_grade_copies_by_distance() {
 
     // A verbatim copy is red; the answer names the watched record and its class.
     write(d, "copy.txt", page("ja"));
-    let q = neardup(
-        d,
-        &[
-            "query",
-            "--watchlist",
-            "w.db",
-            "--file",
-            "copy.txt",
-            "--json",
-        ],
-    );
+    let q = cmd(d, "query --watchlist w.db --file copy.txt --json");
     q.assert_ok();
     let v = q.json();
     assert!(v.get("matches").is_none(), "no store was searched: {v}");
@@ -117,7 +73,7 @@ fn watch_add_list_and_query_grade_copies_by_distance() {
     );
     // One word changed in a page of ~300 words: within orange's 8 bits.
     write(d, "edited.txt", one_word_changed(&page("en"), 40));
-    let q = neardup(d, &["query", "--watchlist", "w.db", "--file", "edited.txt"]);
+    let q = cmd(d, "query --watchlist w.db --file edited.txt");
     q.assert_ok();
     assert_contains(&q.stdout, "man-en");
     assert!(
@@ -126,32 +82,14 @@ fn watch_add_list_and_query_grade_copies_by_distance() {
         q.stdout
     );
     // Bands of one's own: nothing that close.
-    let q = neardup(
+    let q = cmd(
         d,
-        &[
-            "query",
-            "--watchlist",
-            "w.db",
-            "--file",
-            "edited.txt",
-            "--alert-bands",
-            "exact=0:1",
-        ],
+        "query --watchlist w.db --file edited.txt --alert-bands exact=0:1",
     );
     assert_eq!(q.code, 1, "{}", q.stdout);
     // Unrelated text raises nothing: exit 1, as grep.
     write(d, "other.txt", page("tr"));
-    let q = neardup(
-        d,
-        &[
-            "query",
-            "--watchlist",
-            "w.db",
-            "--file",
-            "other.txt",
-            "--json",
-        ],
-    );
+    let q = cmd(d, "query --watchlist w.db --file other.txt --json");
     assert_eq!(q.code, 1);
     assert_eq!(q.json()["alerts"], json!([]));
 }
@@ -160,70 +98,27 @@ fn watch_add_list_and_query_grade_copies_by_distance() {
 fn bad_watch_arguments_name_the_problem() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    neardup(d, &["query", "--watchlist", "none.db", "--text", "x"])
+    cmd(d, "query --watchlist none.db --text x")
         .assert_fails(3, "watchlist none.db does not exist");
     watchlist(d);
-    neardup(
+    cmd(d, "query --watchlist w.db --text x --alert-bands red=3:2")
+        .assert_fails(3, "not within 0..=1");
+    cmd(d, "query --text x --alert-bands red=3").assert_fails(3, "--watchlist");
+    cmd(d, "watch add --watchlist w.db farm.jsonl").assert_fails(3, "--class");
+    cmd(
         d,
-        &[
-            "query",
-            "--watchlist",
-            "w.db",
-            "--text",
-            "x",
-            "--alert-bands",
-            "red=3:2",
-        ],
-    )
-    .assert_fails(3, "not within 0..=1");
-    neardup(d, &["query", "--text", "x", "--alert-bands", "red=3"]).assert_fails(3, "--watchlist");
-    neardup(d, &["watch", "add", "--watchlist", "w.db", "farm.jsonl"]).assert_fails(3, "--class");
-    neardup(
-        d,
-        &[
-            "dedup",
-            "--store",
-            "w.db",
-            "--watchlist",
-            "./w.db",
-            "--out",
-            "o",
-            "farm.jsonl",
-        ],
+        "dedup --store w.db --watchlist ./w.db --out o farm.jsonl",
     )
     .assert_fails(3, "is the store this command writes to");
     // Another profile than the watchlist's is refused, not read wrongly.
-    neardup(
-        d,
-        &[
-            "query",
-            "--watchlist",
-            "w.db",
-            "--text",
-            "x",
-            "--shingle-width",
-            "3",
-        ],
-    )
-    .assert_fails(3, "watchlist w.db");
+    cmd(d, "query --watchlist w.db --text x --shingle-width 3").assert_fails(3, "watchlist w.db");
     // A record that cannot be added is named; the others are added.
     write(
         d,
         "mixed.jsonl",
         "{\"id\": \"ok\", \"text\": \"a real line of words\"}\n{\"id\": \"bad\", \"text\": 5}\n",
     );
-    let add = neardup(
-        d,
-        &[
-            "watch",
-            "add",
-            "--watchlist",
-            "w.db",
-            "--class",
-            "x",
-            "mixed.jsonl",
-        ],
-    );
+    let add = cmd(d, "watch add --watchlist w.db --class x mixed.jsonl");
     assert_eq!(add.code, 2, "{}", add.stderr);
     assert_contains(&add.stderr, "mixed.jsonl:2");
     assert_contains(&add.stderr, "1 records added");
@@ -242,19 +137,7 @@ fn dedup_writes_alerts_beside_its_outputs_and_loses_no_record() {
         json!({"id": "in-bad", "text": ""}),
     ];
     write(d, "in.jsonl", jsonl(&input));
-    let run = neardup(
-        d,
-        &[
-            "dedup",
-            "--store",
-            "s.db",
-            "--out",
-            "out",
-            "--watchlist",
-            "w.db",
-            "in.jsonl",
-        ],
-    );
+    let run = cmd(d, "dedup --store s.db --out out --watchlist w.db in.jsonl");
     assert_eq!(run.code, 2, "one record is rejected: {}", run.stderr);
     assert_contains(&run.stderr, "2 records raised watchlist alerts");
     let alerts = lines(&d.join("out/alerts.jsonl"));
@@ -281,40 +164,17 @@ fn dedup_writes_alerts_beside_its_outputs_and_loses_no_record() {
     assert_eq!(r["accounting_balanced"], true);
 
     // Erasure and expiry apply to the watchlist: what is gone alerts no more.
-    neardup(d, &["erase", "--store", "w.db", "man-ja"]).assert_ok();
-    neardup(
+    cmd(d, "erase --store w.db man-ja").assert_ok();
+    cmd(
         d,
-        &[
-            "expire",
-            "--store",
-            "w.db",
-            "--class",
-            "farm",
-            "--before",
-            "2026-06-01T00:00:00Z",
-        ],
+        "expire --store w.db --class farm --before 2026-06-01T00:00:00Z",
     )
     .assert_ok();
-    let rerun = neardup(
-        d,
-        &[
-            "dedup",
-            "--store",
-            "s2.db",
-            "--out",
-            "out",
-            "--watchlist",
-            "w.db",
-            "in.jsonl",
-        ],
-    );
+    let rerun = cmd(d, "dedup --store s2.db --out out --watchlist w.db in.jsonl");
     assert_eq!(rerun.code, 2, "{}", rerun.stderr);
     assert!(lines(&d.join("out/alerts.jsonl")).is_empty());
     // A run without a watchlist leaves no stale alerts.jsonl behind.
-    neardup(
-        d,
-        &["dedup", "--store", "s3.db", "--out", "out", "in.jsonl"],
-    );
+    cmd(d, "dedup --store s3.db --out out in.jsonl");
     assert!(!d.join("out/alerts.jsonl").exists());
     assert!(report(&d.join("out")).get("alerts").is_none());
 }
