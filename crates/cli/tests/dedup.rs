@@ -1195,6 +1195,30 @@ fn code_mode_reads_a_directorys_sources_and_merges_a_renamed_copy_word_mode_miss
     let profile = r["rule"]["profile"].as_str().unwrap_or_default();
     assert!(profile.ends_with("/tok=code-rust"), "{r}");
 
+    // explain lists the syntax-tree features the copy and its original share.
+    let explain = cmd(
+        dir.path(),
+        "explain --features code --code-lang rust --json in/linear.rs in/renamed.rs",
+    );
+    let v = explain.json();
+    let both = v["shingles"]["passages_both"].as_array().unwrap();
+    assert!(!both.is_empty(), "{v}");
+    assert!(
+        both.iter().any(|p| p
+            .as_str()
+            .unwrap()
+            .contains("function_item visibility_modifier")),
+        "{both:?}"
+    );
+    assert_contains(
+        &cmd(
+            dir.path(),
+            "explain --features code --code-lang rust in/linear.rs in/renamed.rs",
+        )
+        .stdout,
+        "in both ",
+    );
+
     // Word mode, given the same three files: the renamed copy shares too few words.
     let run = cmd(
         dir.path(),

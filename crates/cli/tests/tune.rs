@@ -515,6 +515,7 @@ fn explain_shows_the_edit_and_the_decision() {
             "fingerprint  A ",
             "index        1000000 records at --max-distance 16",
             "pigeonhole   17 bands for k = 16",
+            "in both      2 passages:",
             "only in A    4 shingles in 1 passage:",
             "only in B    4 shingles in 1 passage:",
             "boilerplate  none removed",

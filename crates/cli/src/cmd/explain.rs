@@ -344,6 +344,7 @@ pub fn run(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
         if let Some(d) = &diff {
             v["shingles"] = json!({
                 "shared": d.shared,
+                "passages_both": &d.passages_both[..d.passages_both.len().min(args.show)],
                 "passages_a": &d.passages_a[..d.passages_a.len().min(args.show)],
                 "passages_b": &d.passages_b[..d.passages_b.len().min(args.show)],
                 "only_a": {"count": d.only_a.len(), "first": &d.only_a[..d.only_a.len().min(args.show)]},
@@ -623,6 +624,14 @@ fn print_diff(
     show: usize,
     boilerplate: bool,
 ) -> anyhow::Result<()> {
+    let both = &d.passages_both;
+    let first = if both.len() > show {
+        format!(", first {show}")
+    } else {
+        String::new()
+    };
+    let summary = (!both.is_empty()).then(|| format!("{} passages{first}", both.len()));
+    print_quoted(out, "in both", summary, both, show)?;
     for (title, shingles, passages) in [
         ("only in A", &d.only_a, &d.passages_a),
         ("only in B", &d.only_b, &d.passages_b),

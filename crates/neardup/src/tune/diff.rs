@@ -54,6 +54,9 @@ pub fn shingle_texts(hasher: &SimHasher, text: &str) -> Vec<(u64, String)> {
 pub struct ShingleDiff {
     /// Distinct content shingles in both.
     pub shared: usize,
+    /// The passages of A made of shingles B has too: what matched (in code mode, the
+    /// syntax-tree features the two share).
+    pub passages_both: Vec<String>,
     /// Distinct content shingles only in A.
     pub only_a: Vec<String>,
     /// Distinct content shingles only in B.
@@ -130,11 +133,17 @@ pub fn shingle_diff(
             .collect()
     };
     let (oa, ob) = (only(&sa, &hb), only(&sb, &ha));
+    let both: Vec<(usize, String)> = sa
+        .iter()
+        .filter(|s| hb.contains(&s.1))
+        .map(|s| (s.0, s.2.clone()))
+        .collect();
     let phrases = |o: &[(usize, String)]| {
         passages(&o.iter().map(|(p, t)| (*p, t.as_str())).collect::<Vec<_>>())
     };
     ShingleDiff {
         shared: ha.intersection(&hb).count(),
+        passages_both: phrases(&both),
         passages_a: phrases(&oa),
         passages_b: phrases(&ob),
         only_a: oa.into_iter().map(|(_, t)| t).collect(),
