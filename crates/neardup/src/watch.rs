@@ -257,14 +257,17 @@ impl<S: Store> Watchlist<S> {
     }
 
     /// Alerts for `record`: the watched records it falls in a band of, most severe first,
-    /// then nearest, at most [`MAX_ALERTS`]. Nothing is stored.
+    /// then nearest, at most [`MAX_ALERTS`]; none for a record with no words to compare.
+    /// Nothing is stored.
     ///
     /// # Errors
-    /// A record with no words; store failures.
+    /// Store failures.
     pub fn check(&self, record: &Record) -> Result<Vec<Alert>> {
-        let mut alerts: Vec<(usize, Alert)> = self
-            .deduper
-            .query(record)?
+        let matches = match self.deduper.query(record) {
+            Err(Error::InvalidConfig { field: "text", .. }) => return Ok(Vec::new()),
+            other => other?,
+        };
+        let mut alerts: Vec<(usize, Alert)> = matches
             .into_iter()
             .filter_map(|(id, scores)| {
                 let band = self.bands.band_of(scores)?;

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
 use neardup::watch::{AlertBands, Watchlist};
-use neardup::{Deduper, Record, Rule, Store, TextField, Timestamp};
+use neardup::{Deduper, Record, Rule, Store, Timestamp};
 
 use crate::args::{InputArgs, ProfileArgs};
 use crate::input;
@@ -197,8 +197,8 @@ fn add(args: &AddArgs) -> anyhow::Result<ExitCode> {
         Ok(rejected)
     };
     input::for_each(&args.input, |item| {
-        match item.and_then(|r| known(r, &args.input, &args.class)) {
-            Ok(record) => batch.push(record),
+        match item.and_then(|r| r.into_library(&args.input)) {
+            Ok(record) => batch.push(record.with_retention_class(args.class.clone())),
             Err(reject) => {
                 rejected += 1;
                 eprintln!("neardup: {reject}");
@@ -218,34 +218,6 @@ fn add(args: &AddArgs) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(crate::exit::done(rejected))
-}
-
-/// An input record as known content of `class`.
-fn known(r: input::Record, args: &InputArgs, class: &str) -> Result<Record, input::Reject> {
-    let first_seen = match &r.first_seen {
-        None => None,
-        Some(t) => Some(Timestamp::parse_rfc3339(t).map_err(|e| input::Reject {
-            origin: r.origin.clone(),
-            id: Some(r.id.clone()),
-            reason: format!("field {:?}: {e}", args.time_field),
-        })?),
-    };
-    Ok(Record {
-        id: r.id,
-        url: r.url,
-        host: r.host,
-        first_seen,
-        retention_class: Some(class.to_owned()),
-        fields: r
-            .fields
-            .into_iter()
-            .map(|(name, text)| TextField {
-                weight: args.weight_of(&name),
-                name,
-                text,
-            })
-            .collect(),
-    })
 }
 
 /// Exit 0, or 1 for an empty watchlist.

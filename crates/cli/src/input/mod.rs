@@ -103,6 +103,38 @@ pub struct Record {
     pub kept_members: Option<Vec<std::ops::Range<usize>>>,
 }
 
+impl Record {
+    /// The library's record: the first-seen time parsed (a bad one is a reject naming
+    /// `--time-field`), the fields weighted by `--field-weight`. The JSON object and its
+    /// kept members, which only outputs use, are dropped: take them first.
+    pub fn into_library(self, args: &crate::args::InputArgs) -> Result<neardup::Record, Reject> {
+        let first_seen = match &self.first_seen {
+            None => None,
+            Some(t) => Some(neardup::Timestamp::parse_rfc3339(t).map_err(|e| Reject {
+                origin: self.origin.clone(),
+                id: Some(self.id.clone()),
+                reason: format!("field {:?}: {e}", args.time_field),
+            })?),
+        };
+        Ok(neardup::Record {
+            id: self.id,
+            url: self.url,
+            host: self.host,
+            first_seen,
+            retention_class: self.retention_class,
+            fields: self
+                .fields
+                .into_iter()
+                .map(|(name, text)| neardup::TextField {
+                    weight: args.weight_of(&name),
+                    name,
+                    text,
+                })
+                .collect(),
+        })
+    }
+}
+
 /// The JSON object `object` (valid, as read) with only its members at `kept` (see
 /// [`Record::kept_members`]).
 pub fn object_with(object: &[u8], kept: &[std::ops::Range<usize>]) -> Vec<u8> {

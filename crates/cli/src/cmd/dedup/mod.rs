@@ -13,7 +13,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use neardup::pipeline::{self, BoilerplatePass, MergeRule, Runner};
 use neardup::store::MergeLogEntry;
-use neardup::{Decision, Deduper, Outcome, Record, Store, TextField, Timestamp};
+use neardup::{Decision, Deduper, Outcome, Record, Store, Timestamp};
 use rayon::prelude::*;
 use serde_json::{json, Value};
 
@@ -116,15 +116,11 @@ impl pipeline::Source for Input<'_> {
 
     fn parse(&self, item: input::Item) -> Result<Pending, Reject> {
         let (record, (object, origin, _)) = item.parse(self.0).and_then(|r| convert(r, self.0))?;
-        let alerts = match self.1.map(|w| w.check(&record)) {
+        let alerts = match self.1 {
             None => Ok(Vec::new()),
-            Some(Ok(alerts)) => Ok(alerts),
-            // A record with no words: the pipeline rejects it with its reason.
-            Some(Err(neardup::Error::InvalidConfig { field: "text", .. })) => Ok(Vec::new()),
-            Some(Err(e)) => Err(format!(
-                "checking record {:?} against the watchlist: {e}",
-                record.id
-            )),
+            Some(w) => w
+                .check(&record)
+                .map_err(|e| format!("checking record {:?} against the watchlist: {e}", record.id)),
         };
         Ok((record, (object, origin, alerts)))
     }
@@ -357,39 +353,12 @@ fn progress_bar(show: bool, what: &str) -> ProgressBar {
 
 /// Turns an input record into a library record, keeping its JSON object and origin.
 fn convert(mut r: input::Record, args: &InputArgs) -> Result<Pending, Reject> {
-    let first_seen = match &r.first_seen {
-        None => None,
-        Some(t) => Some(Timestamp::parse_rfc3339(t).map_err(|e| Reject {
-            origin: r.origin.clone(),
-            id: Some(r.id.clone()),
-            reason: format!("field {:?}: {e}", args.time_field),
-        })?),
-    };
     let object = r
         .object
         .take()
         .map(|o| SpoolObject::new(o, r.kept_members.take()));
-    let record = Record {
-        id: r.id,
-        url: r.url,
-        host: r.host,
-        first_seen,
-        retention_class: r.retention_class,
-        fields: weighted(r.fields, args),
-    };
-    Ok((record, (object, r.origin.to_string(), Ok(Vec::new()))))
-}
-
-/// An input record's content fields with their `--field-weight`s.
-fn weighted(fields: Vec<(String, String)>, args: &InputArgs) -> Vec<TextField> {
-    fields
-        .into_iter()
-        .map(|(name, text)| TextField {
-            weight: args.weight_of(&name),
-            name,
-            text,
-        })
-        .collect()
+    let origin = r.origin.to_string();
+    Ok((r.into_library(args)?, (object, origin, Ok(Vec::new()))))
 }
 
 /// The most input a chunk holds (fewer records than asked for where they are large: a

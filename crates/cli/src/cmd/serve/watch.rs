@@ -37,7 +37,7 @@ impl Watch {
             .collect()
     }
 
-    /// Each record's alerts (none for a record with no words: its answer says why).
+    /// Each record's alerts.
     fn check(&self, records: &[Record]) -> Result<Vec<Vec<Alert>>, ApiError> {
         let due = {
             let mut refreshed = self.refreshed.lock();
@@ -56,13 +56,13 @@ impl Watch {
         let list = self.list.read();
         records
             .iter()
-            .map(|r| match list.check(r) {
-                Ok(alerts) => Ok(alerts),
-                Err(neardup::Error::InvalidConfig { field: "text", .. }) => Ok(Vec::new()),
-                Err(e) => Err(ApiError::internal(format!(
-                    "checking record {:?} against the watchlist: {e}",
-                    r.id
-                ))),
+            .map(|r| {
+                list.check(r).map_err(|e| {
+                    ApiError::internal(format!(
+                        "checking record {:?} against the watchlist: {e}",
+                        r.id
+                    ))
+                })
             })
             .collect()
     }
