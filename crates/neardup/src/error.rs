@@ -116,6 +116,12 @@ pub enum Error {
         /// What went wrong, with the fix where there is one.
         reason: String,
     },
+    /// A label a store cannot keep (an empty id, a Jaccard outside 0..=1).
+    #[error("invalid label: {reason}")]
+    InvalidLabel {
+        /// What was wrong.
+        reason: String,
+    },
     /// A file had the wrong format.
     #[error("{}: {reason}", .path.display())]
     Format {

@@ -1,10 +1,11 @@
 //! Records leaving: erasure (by id or by retention class and age) and the sliding window's
-//! eviction from the index and the exact tier.
+//! eviction from the index and the exact tier; and people's labels of pairs, which erasure
+//! removes with the records they name.
 
 use super::Deduper;
 use crate::index::HammingIndex;
 use crate::record::Timestamp;
-use crate::store::{Batch, Features, Store};
+use crate::store::{Batch, Features, Label, Store};
 use crate::Result;
 
 impl<S: Store> Deduper<S> {
@@ -50,12 +51,16 @@ impl<S: Store> Deduper<S> {
 
     /// Erases records (seed 000's erasure request): each record, its fingerprint, its index
     /// entries and its shingles go; merge-log rows about it go and its id is blanked where
-    /// another row names it. When a survivor is erased, the earliest remaining member of its
-    /// cluster becomes the survivor. Returns the ids that were stored.
+    /// another row names it, and people's labels of pairs with it go. When a survivor is
+    /// erased, the earliest remaining member of its cluster becomes the survivor. Returns the
+    /// ids that were stored.
     ///
     /// # Errors
     /// Store failures.
     pub fn erase(&mut self, ids: &[&str]) -> Result<Vec<String>> {
+        // Labels first: a failure between the two steps leaves no label naming an erased
+        // record (at worst labels of a record still stored, which was to be erased anyway).
+        self.store.remove_labels_of(ids)?;
         self.exclusive(|d, batch| {
             let mut erased = Vec::new();
             for id in ids {
@@ -138,5 +143,24 @@ impl<S: Store> Deduper<S> {
         }
         batch.erase.push(h);
         Ok(())
+    }
+}
+
+impl<S: Store> Deduper<S> {
+    /// Stores a person's label of a pair (replacing the pair's earlier label); durable once
+    /// this returns. Labels do not change decisions: `tune` and `reevaluate` use them.
+    ///
+    /// # Errors
+    /// A label [`Label::validate`] refuses; store failures.
+    pub fn put_label(&mut self, label: &Label) -> Result<()> {
+        self.store.put_label(label)
+    }
+
+    /// Removes the label of `(a, b)`; answers whether there was one.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn remove_label(&mut self, a: &str, b: &str) -> Result<bool> {
+        self.store.remove_label(a, b)
     }
 }

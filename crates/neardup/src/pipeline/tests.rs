@@ -1,7 +1,7 @@
 //! Pipeline behaviour, run against the in-memory and the SQLite store.
 
 use super::*;
-use crate::store::{MemoryStore, SqliteStore};
+use crate::store::{Label, MemoryStore, SqliteStore, Verdict};
 use crate::text::shingle::fmix64;
 
 #[path = "../../tests/support/corpus.rs"]
@@ -407,7 +407,38 @@ fn erasure_removes_the_record_everywhere_and_promotes_a_survivor() {
         t(NOW),
     )
     .unwrap();
+    for (other, verdict) in [("second", Verdict::Duplicate), ("third", Verdict::Unsure)] {
+        d.put_label(&Label {
+            a: "first".into(),
+            b: other.into(),
+            verdict,
+            source: "boundary".into(),
+            distance: 3,
+            jaccard: 0.9,
+            by: "ana".into(),
+            at: NOW.into(),
+        })
+        .unwrap();
+    }
+    d.put_label(&Label {
+        a: "second".into(),
+        b: "third".into(),
+        verdict: Verdict::Duplicate,
+        source: "random".into(),
+        distance: 2,
+        jaccard: 0.95,
+        by: "ana".into(),
+        at: NOW.into(),
+    })
+    .unwrap();
     assert_eq!(d.erase(&["first", "nope"]).unwrap(), ["first"]);
+    let mut labels = Vec::new();
+    d.store().labels(&mut |l| labels.push((l.a, l.b))).unwrap();
+    assert_eq!(
+        labels,
+        [("second".to_owned(), "third".to_owned())],
+        "labels naming it go"
+    );
     assert!(!d.contains("first"));
     assert_eq!(d.cluster_of("third").unwrap().survivor, "second");
     // The erased text is no longer found by the index or the exact tier.

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Batch, HostBoilerplate, MergeLogEntry, Rejection, Store, StoredRecord};
+use super::{Batch, HostBoilerplate, Label, MergeLogEntry, Rejection, Store, StoredRecord};
 use crate::Result;
 
 /// Keeps everything in memory; gone when dropped.
@@ -14,6 +14,8 @@ pub struct MemoryStore {
     merges: Vec<MergeLogEntry>,
     rejections: Vec<Rejection>,
     boilerplate: BTreeMap<String, HostBoilerplate>,
+    /// In the order they were stored.
+    labels: Vec<Label>,
 }
 
 impl MemoryStore {
@@ -67,6 +69,33 @@ impl Store for MemoryStore {
     fn rejections(&self, f: &mut dyn FnMut(Rejection)) -> Result<()> {
         self.rejections.iter().cloned().for_each(f);
         Ok(())
+    }
+
+    fn labels(&self, f: &mut dyn FnMut(Label)) -> Result<()> {
+        let mut labels = self.labels.clone();
+        labels.sort_by(|x, y| x.at.cmp(&y.at));
+        labels.into_iter().for_each(f);
+        Ok(())
+    }
+
+    fn put_label(&mut self, label: &Label) -> Result<()> {
+        label.validate()?;
+        self.remove_label(&label.a, &label.b)?;
+        self.labels.push(label.clone());
+        Ok(())
+    }
+
+    fn remove_label(&mut self, a: &str, b: &str) -> Result<bool> {
+        let before = self.labels.len();
+        self.labels.retain(|l| !(l.a == a && l.b == b));
+        Ok(self.labels.len() < before)
+    }
+
+    fn remove_labels_of(&mut self, ids: &[&str]) -> Result<usize> {
+        let before = self.labels.len();
+        self.labels
+            .retain(|l| !ids.contains(&l.a.as_str()) && !ids.contains(&l.b.as_str()));
+        Ok(before - self.labels.len())
     }
 
     fn commit(&mut self, batch: &Batch) -> Result<()> {

@@ -2,12 +2,13 @@
 //!
 //! A store keeps what deduplication needs to continue tomorrow: each record's id,
 //! fingerprint, content hash, compact shingle ids, source URL, first-seen time, host,
-//! retention class and cluster; the merge log; verification rejections; and each host's
-//! learned boilerplate. The Hamming index is rebuilt in memory from it on open.
+//! retention class and cluster; the merge log; verification rejections; each host's
+//! learned boilerplate; and people's labels of pairs. The Hamming index is rebuilt in memory from it on open.
 //!
 //! Every change arrives as one [`Batch`] and is applied atomically by [`Store::commit`]; once
 //! `commit` returns, the batch is durable.
 
+mod label;
 mod lock;
 mod memory;
 #[cfg(feature = "redis")]
@@ -20,6 +21,7 @@ pub(crate) mod tests;
 
 #[cfg(feature = "redis")]
 pub use self::redis::{RedisStats, RedisStore};
+pub use label::{Label, Verdict};
 pub use lock::WriterLock;
 pub use memory::MemoryStore;
 #[cfg(feature = "redis")]
@@ -225,6 +227,18 @@ impl<T: Store + ?Sized> Store for Box<T> {
     fn rejections(&self, f: &mut dyn FnMut(Rejection)) -> Result<()> {
         (**self).rejections(f)
     }
+    fn labels(&self, f: &mut dyn FnMut(Label)) -> Result<()> {
+        (**self).labels(f)
+    }
+    fn put_label(&mut self, label: &Label) -> Result<()> {
+        (**self).put_label(label)
+    }
+    fn remove_label(&mut self, a: &str, b: &str) -> Result<bool> {
+        (**self).remove_label(a, b)
+    }
+    fn remove_labels_of(&mut self, ids: &[&str]) -> Result<usize> {
+        (**self).remove_labels_of(ids)
+    }
     fn commit(&mut self, batch: &Batch) -> Result<()> {
         (**self).commit(batch)
     }
@@ -376,6 +390,28 @@ pub trait Store: Send + Sync {
     /// # Errors
     /// Backend failures.
     fn rejections(&self, f: &mut dyn FnMut(Rejection)) -> Result<()>;
+    /// Calls `f` with each label, ordered by `at` (ties in an order of the backend's).
+    ///
+    /// # Errors
+    /// Backend failures, an unreadable label.
+    fn labels(&self, f: &mut dyn FnMut(Label)) -> Result<()>;
+    /// Stores `label`, replacing the label of the same `(a, b)`; durable once this returns.
+    /// The ids are not checked against the records: a label may outlive a record's window.
+    ///
+    /// # Errors
+    /// [`Error::InvalidLabel`](crate::Error::InvalidLabel) for a label
+    /// [`Label::validate`] refuses; backend failures.
+    fn put_label(&mut self, label: &Label) -> Result<()>;
+    /// Removes the label of `(a, b)`; answers whether there was one.
+    ///
+    /// # Errors
+    /// Backend failures.
+    fn remove_label(&mut self, a: &str, b: &str) -> Result<bool>;
+    /// Removes every label naming one of `ids` (erasure); answers how many went.
+    ///
+    /// # Errors
+    /// Backend failures.
+    fn remove_labels_of(&mut self, ids: &[&str]) -> Result<usize>;
     /// Applies `batch` atomically; durable once this returns.
     ///
     /// # Errors

@@ -159,6 +159,86 @@ fn erase_removes_record_shingles_and_its_merge_rows(store: &mut dyn Store) {
     assert_eq!(log[0].merged, "b");
 }
 
+fn label(a: &str, b: &str, verdict: Verdict, at: &str) -> Label {
+    Label {
+        a: a.into(),
+        b: b.into(),
+        verdict,
+        source: "boundary".into(),
+        distance: 7,
+        jaccard: 0.8125,
+        by: "ana".into(),
+        at: at.into(),
+    }
+}
+
+fn labelled(store: &dyn Store) -> Vec<Label> {
+    let mut out = Vec::new();
+    store.labels(&mut |l| out.push(l)).unwrap();
+    out
+}
+
+fn labels_replace_by_pair_remove_and_go_with_erasure(store: &mut dyn Store) {
+    assert!(labelled(store).is_empty());
+    let first = label("a", "b", Verdict::Duplicate, "2026-12-06T10:00:02Z");
+    store.put_label(&first).unwrap();
+    store
+        .put_label(&label("c", "d", Verdict::Unsure, "2026-12-06T10:00:01Z"))
+        .unwrap();
+    // The reverse pair is another pair.
+    store
+        .put_label(&label(
+            "b",
+            "a",
+            Verdict::NotDuplicate,
+            "2026-12-06T10:00:03Z",
+        ))
+        .unwrap();
+    let got = labelled(store);
+    let pairs: Vec<(&str, &str)> = got.iter().map(|l| (&*l.a, &*l.b)).collect();
+    assert_eq!(
+        pairs,
+        [("c", "d"), ("a", "b"), ("b", "a")],
+        "ordered by time"
+    );
+    assert_eq!(got[1], first, "every field round-trips");
+
+    // Labelling a pair again replaces its label.
+    store
+        .put_label(&label(
+            "a",
+            "b",
+            Verdict::NotDuplicate,
+            "2026-12-06T10:00:04Z",
+        ))
+        .unwrap();
+    let got = labelled(store);
+    assert_eq!(got.len(), 3);
+    assert_eq!(got[2].verdict, Verdict::NotDuplicate);
+
+    assert!(store.remove_label("c", "d").unwrap());
+    assert!(!store.remove_label("c", "d").unwrap(), "already gone");
+    assert_eq!(labelled(store).len(), 2);
+
+    store
+        .put_label(&label("e", "f", Verdict::Duplicate, "2026-12-06T10:00:05Z"))
+        .unwrap();
+    assert_eq!(store.remove_labels_of(&["a", "zz"]).unwrap(), 2);
+    let got = labelled(store);
+    assert_eq!(got.len(), 1);
+    assert_eq!((&*got[0].a, &*got[0].b), ("e", "f"));
+
+    let mut bad = label("e", "", Verdict::Duplicate, "2026-12-06T10:00:06Z");
+    assert!(matches!(
+        store.put_label(&bad),
+        Err(crate::Error::InvalidLabel { .. })
+    ));
+    bad.b = "f".into();
+    bad.jaccard = 1.5;
+    assert!(store.put_label(&bad).is_err());
+    assert_eq!(labelled(store).len(), 1, "refused labels change nothing");
+}
+
 fn merges_since_filters_by_time_and_limits(store: &mut dyn Store) {
     // Times with and without a fraction of a second: text order is not time order there.
     let at = [
@@ -365,6 +445,7 @@ conformance!(
     survivor_updates_and_boilerplate_upserts,
     erase_removes_record_shingles_and_its_merge_rows,
     merges_since_filters_by_time_and_limits,
+    labels_replace_by_pair_remove_and_go_with_erasure,
     batches_committed_behind_are_stored_once_waited_for
 );
 

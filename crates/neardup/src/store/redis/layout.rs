@@ -116,6 +116,12 @@ pub(super) fn parse_merge_row(row: &[u8]) -> serde_json::Result<MergeLogEntry> {
     })
 }
 
+/// The `{P}:labels` field of the pair `(a, b)`: a JSON array, so no id can collide with
+/// another pair's.
+pub(super) fn label_field(a: &str, b: &str) -> String {
+    serde_json::to_string(&[a, b]).expect("strings serialise")
+}
+
 /// A `{P}:rejections` row, made as [`merge_row`]'s.
 pub(super) fn rejection_row(r: &Rejection) -> String {
     let rest = Rejection {

@@ -18,7 +18,8 @@
 //! lock's release pushes for a waiting process), `{P}:log` (stream: the change log), `{P}:rec`
 //! (hash: handle -> `token fingerprint features json-record`), `{P}:surv` (hash:
 //! handle -> survivor, after a survivor change), `{P}:merges` and `{P}:rejections` (lists of
-//! JSON rows, `""` where a row was erased), `{P}:bp` (hash: host -> boilerplate) and `{P}:gc`
+//! JSON rows, `""` where a row was erased), `{P}:bp` (hash: host -> boilerplate), `{P}:labels`
+//! (hash: JSON `[a, b]` -> JSON label) and `{P}:gc`
 //! (list: derived keys an erasure still has to clean on a cluster). Derived data is spread
 //! over slots: `P:s:<handle>:<token>` (compact shingle ids, little-endian u32s) and seed
 //! 000's band sets `P:b:<band>:<value>` (`P:c:…` for short-text records) with members
@@ -55,7 +56,7 @@ use std::time::{Duration, Instant};
 use self::config::Config;
 use self::conn::Conn;
 use self::layout::{Keys, LAYOUT_VERSION};
-use super::{Batch, HostBoilerplate, MergeLogEntry, Rejection, Store, StoredRecord};
+use super::{Batch, HostBoilerplate, Label, MergeLogEntry, Rejection, Store, StoredRecord};
 use crate::{Error, Result};
 
 /// Counters of the store's traffic.
@@ -278,6 +279,46 @@ impl Store for RedisStore {
 
     fn rejections(&self, f: &mut dyn FnMut(Rejection)) -> Result<()> {
         self.read_rejections(f)
+    }
+
+    fn labels(&self, f: &mut dyn FnMut(Label)) -> Result<()> {
+        self.read_labels(f)
+    }
+
+    fn put_label(&mut self, label: &Label) -> Result<()> {
+        label.validate()?;
+        let k = self.keys.tagged("labels");
+        let field = layout::label_field(&label.a, &label.b);
+        let value = serde_json::to_string(label).expect("labels serialise");
+        self.call("writing a label", |c| {
+            c.query::<()>(redis::cmd("HSET").arg(&k).arg(&field).arg(&value))
+        })
+    }
+
+    fn remove_label(&mut self, a: &str, b: &str) -> Result<bool> {
+        let k = self.keys.tagged("labels");
+        let field = layout::label_field(a, b);
+        let n: u64 = self.call("removing a label", |c| {
+            c.query(redis::cmd("HDEL").arg(&k).arg(&field))
+        })?;
+        Ok(n > 0)
+    }
+
+    fn remove_labels_of(&mut self, ids: &[&str]) -> Result<usize> {
+        let mut gone = Vec::new();
+        self.read_labels(&mut |l| {
+            if ids.contains(&l.a.as_str()) || ids.contains(&l.b.as_str()) {
+                gone.push(layout::label_field(&l.a, &l.b));
+            }
+        })?;
+        if gone.is_empty() {
+            return Ok(0);
+        }
+        let k = self.keys.tagged("labels");
+        let n: u64 = self.call("removing labels", |c| {
+            c.query(redis::cmd("HDEL").arg(&k).arg(&gone))
+        })?;
+        Ok(n as usize)
     }
 
     fn commit(&mut self, batch: &Batch) -> Result<()> {

@@ -1,5 +1,5 @@
 //! Reading: records, verification sets (through a bounded in-memory cache), boilerplate,
-//! the merge log and rejections.
+//! the merge log, rejections and labels.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -11,7 +11,7 @@ use super::layout::{
     parse_boilerplate_value, parse_merge_row, parse_record_value, parse_rejection_row,
 };
 use super::{lock, RedisStore};
-use crate::store::{blob_to_ids, HostBoilerplate, MergeLogEntry, Rejection, StoredRecord};
+use crate::store::{blob_to_ids, HostBoilerplate, Label, MergeLogEntry, Rejection, StoredRecord};
 use crate::Result;
 
 /// Shingle sets kept in memory (the records this process committed are the likeliest
@@ -137,6 +137,21 @@ impl RedisStore {
     /// [`Store::rejections`](crate::store::Store::rejections).
     pub(super) fn read_rejections(&self, f: &mut dyn FnMut(Rejection)) -> Result<()> {
         self.rows("rejections", "rejection row", parse_rejection_row, f)
+    }
+
+    /// [`Store::labels`](crate::store::Store::labels), ordered by `at`, then by pair.
+    pub(super) fn read_labels(&self, f: &mut dyn FnMut(Label)) -> Result<()> {
+        let mut labels = self
+            .scan_hash("labels")?
+            .into_iter()
+            .map(|(_, v)| {
+                serde_json::from_slice::<Label>(&v)
+                    .map_err(|e| self.fail(format!("a label is unreadable: {e}")))
+            })
+            .collect::<Result<Vec<Label>>>()?;
+        labels.sort_by(|x, y| (&x.at, &x.a, &x.b).cmp(&(&y.at, &y.a, &y.b)));
+        labels.into_iter().for_each(f);
+        Ok(())
     }
 
     fn shingle_blob(&self, handle: u64) -> Result<Option<Vec<u32>>> {

@@ -18,7 +18,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use rusqlite::{Connection, OptionalExtension};
 
 use self::behind::Behind;
-use super::{Batch, HostBoilerplate, MergeLogEntry, MergesSince, Rejection, Store, StoredRecord};
+use super::{
+    Batch, HostBoilerplate, Label, MergeLogEntry, MergesSince, Rejection, Store, StoredRecord,
+};
 use crate::record::Timestamp;
 use crate::{Error, Result};
 
@@ -203,6 +205,53 @@ impl Store for SqliteStore {
 
     fn rejections(&self, f: &mut dyn FnMut(Rejection)) -> Result<()> {
         self.read_rejections(f)
+    }
+
+    fn labels(&self, f: &mut dyn FnMut(Label)) -> Result<()> {
+        self.read_labels(f)
+    }
+
+    fn put_label(&mut self, label: &Label) -> Result<()> {
+        label.validate()?;
+        self.finish_behind()?;
+        self.conn()
+            .execute(
+                "INSERT OR REPLACE INTO labels
+                 (a, b, verdict, source, distance, jaccard, labeller, at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                rusqlite::params![
+                    label.a,
+                    label.b,
+                    label.verdict.as_str(),
+                    label.source,
+                    label.distance,
+                    label.jaccard,
+                    label.by,
+                    label.at
+                ],
+            )
+            .map(drop)
+            .map_err(|e| self.err(e))
+    }
+
+    fn remove_label(&mut self, a: &str, b: &str) -> Result<bool> {
+        self.finish_behind()?;
+        self.conn()
+            .execute("DELETE FROM labels WHERE a = ?1 AND b = ?2", [a, b])
+            .map(|n| n > 0)
+            .map_err(|e| self.err(e))
+    }
+
+    fn remove_labels_of(&mut self, ids: &[&str]) -> Result<usize> {
+        self.finish_behind()?;
+        let conn = self.conn();
+        let mut n = 0;
+        for id in ids {
+            n += conn
+                .execute("DELETE FROM labels WHERE a = ?1 OR b = ?1", [id])
+                .map_err(|e| self.err(e))?;
+        }
+        Ok(n)
     }
 
     fn commit(&mut self, batch: &Batch) -> Result<()> {

@@ -1,13 +1,13 @@
 //! Reading: records, verification sets (on the read-only connections), boilerplate, the
-//! merge log and rejections.
+//! merge log, rejections and labels.
 
 use rusqlite::{Connection, OptionalExtension};
 
 use super::SqliteStore;
 use crate::record::Timestamp;
 use crate::store::{
-    blob_to_ids, Arrival, Features, HostBoilerplate, MergeLogEntry, MergesSince, Rejection,
-    StoredRecord,
+    blob_to_ids, Arrival, Features, HostBoilerplate, Label, MergeLogEntry, MergesSince, Rejection,
+    StoredRecord, Verdict,
 };
 use crate::{Error, Result};
 
@@ -184,6 +184,51 @@ impl SqliteStore {
             })()
             .map_err(|e| self.err(e))?;
             f(r);
+        }
+        Ok(())
+    }
+
+    /// [`Store::labels`](crate::store::Store::labels).
+    pub(super) fn read_labels(&self, f: &mut dyn FnMut(Label)) -> Result<()> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare(
+                "SELECT a, b, verdict, source, distance, jaccard, labeller, at
+                 FROM labels ORDER BY at, rowid",
+            )
+            .map_err(|e| self.err(e))?;
+        let mut rows = stmt.query([]).map_err(|e| self.err(e))?;
+        while let Some(row) = rows.next().map_err(|e| self.err(e))? {
+            let (label, verdict) = (|| -> rusqlite::Result<(Label, String)> {
+                let verdict: String = row.get(2)?;
+                Ok((
+                    Label {
+                        a: row.get(0)?,
+                        b: row.get(1)?,
+                        verdict: Verdict::Unsure,
+                        source: row.get(3)?,
+                        distance: row.get(4)?,
+                        jaccard: row.get(5)?,
+                        by: row.get(6)?,
+                        at: row.get(7)?,
+                    },
+                    verdict,
+                ))
+            })()
+            .map_err(|e| self.err(e))?;
+            let Some(v) = Verdict::parse(&verdict) else {
+                return Err(Error::Store {
+                    path: self.path.clone(),
+                    reason: format!(
+                        "the label of ({:?}, {:?}) has an unknown verdict {verdict:?}",
+                        label.a, label.b
+                    ),
+                });
+            };
+            f(Label {
+                verdict: v,
+                ..label
+            });
         }
         Ok(())
     }

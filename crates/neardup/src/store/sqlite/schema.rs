@@ -59,6 +59,17 @@ CREATE TABLE IF NOT EXISTS rejections (
     jaccard REAL NOT NULL
 );
 CREATE TABLE IF NOT EXISTS changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, batch TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS labels (
+    a TEXT NOT NULL,
+    b TEXT NOT NULL,
+    verdict TEXT NOT NULL,
+    source TEXT NOT NULL,
+    distance INTEGER NOT NULL,
+    jaccard REAL NOT NULL,
+    labeller TEXT NOT NULL,
+    at TEXT NOT NULL,
+    PRIMARY KEY (a, b)
+);
 CREATE TABLE IF NOT EXISTS boilerplate (
     host TEXT PRIMARY KEY,
     pages INTEGER NOT NULL,
