@@ -1,7 +1,7 @@
 //! Thresholds from evidence: labelled pairs → precision, recall and F1 per (max_distance,
 //! min_jaccard), the recommended pair and the index layout it needs, the inverse question
 //! (which radius reaches a recall at a Jaccard target), stratified pair sampling for
-//! labelling, and the facts behind one pair's decision.
+//! labelling, the facts behind one pair's decision, and the [`review`] queue people label.
 //!
 //! Seeds 000 and 004 both say the same thing: label pairs from your own corpus and pick the
 //! threshold that separates them. This module does the arithmetic; the command line reads
@@ -38,6 +38,7 @@ mod grid;
 mod label;
 mod pairs;
 mod recommend;
+pub mod review;
 
 pub use diff::{shingle_diff, shingle_texts, ShingleDiff};
 pub use explain::{band_matches, decide, table_matches, TableMatch, Verdict};
