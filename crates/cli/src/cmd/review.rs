@@ -1,6 +1,7 @@
 //! `neardup reevaluate` and `neardup review`: past decisions under new thresholds, and a
-//! sample of borderline merges for people to check (seed 000).
+//! sample of borderline decisions for people to check (seed 000), and their labels out.
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -8,7 +9,8 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use clap::Args;
 use neardup::pipeline::Change;
-use neardup::store::MergeLogEntry;
+use neardup::store::Label;
+use neardup::tune::review::{self, Queue, QueueSpec, Stratum};
 use neardup::{Store, Timestamp};
 
 use crate::args::ScoringArgs;
@@ -35,14 +37,19 @@ pub struct ReevaluateArgs {
 
 /// Arguments of `neardup review`.
 #[derive(Debug, Args)]
+#[command(after_long_help = REVIEW_HELP)]
 pub struct ReviewArgs {
     /// The store.
     #[arg(long, value_name = "PATH", default_value = "neardup.db")]
     pub store: PathBuf,
-    /// How many merges to sample.
+    /// How many merges near the threshold to sample, and as many rejected candidates.
     #[arg(long, value_name = "N", default_value_t = 50)]
     pub sample: usize,
-    /// Merges whose Jaccard is within this of the threshold are near the boundary.
+    /// How many merges away from the threshold to sample uniformly (for an unbiased
+    /// precision estimate).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub random: usize,
+    /// Pairs whose Jaccard is within this of the threshold are near the boundary.
     #[arg(long, value_name = "M", default_value_t = 0.03)]
     pub margin: f64,
     /// The Jaccard threshold the merges were made with.
@@ -51,7 +58,29 @@ pub struct ReviewArgs {
     /// Seed of the sample (the same seed gives the same sample; change it each week).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Instead of the sample, write the labels stored with the store (from the review page
+    /// of `neardup serve`) to FILE as the pairs file `neardup tune` reads (`-`: standard
+    /// output).
+    #[arg(long, value_name = "FILE")]
+    pub export: Option<PathBuf>,
 }
+
+const REVIEW_HELP: &str = "\
+The sample is drawn in three disjoint strata: `boundary` (merges whose Jaccard is within
+--margin of --threshold), `rejected` (candidates that failed verification within --margin
+under it) and `random` (the other merges). It is printed as CSV:
+  stratum,a,b,distance,jaccard,kept,at,verdict
+where a is the stored record and b the arriving one, and verdict is the pair's stored label
+(duplicate, not_duplicate or unsure), empty when there is none. The review page of
+`neardup serve` (/review) shows the same queue with the texts side by side and stores the
+labels.
+
+--export writes the stored labels as JSON Lines for `neardup tune --pairs FILE --store STORE`:
+  {\"a_id\", \"b_id\", \"duplicate\", \"weight\", \"distance\", \"jaccard\", \"source\", \"by\", \"at\"}
+Each label weighs its stratum's pairs over the stratum's labels, so tune's figures estimate
+the store's pairs; unsure labels are left out.
+
+Exit status: 0 on success, 2 on an error.";
 
 pub fn run_reevaluate(args: &ReevaluateArgs) -> anyhow::Result<ExitCode> {
     if !(0.0..=1.0).contains(&args.jaccard) {
@@ -131,44 +160,91 @@ fn csv(field: &str) -> String {
     }
 }
 
+/// The labels of `store` as lines of the pairs file `tune` reads, weighted by stratum.
+pub fn export_lines(queue: &Queue, labels: &[Label]) -> Vec<serde_json::Value> {
+    review::labelled_pairs(queue, labels)
+        .into_iter()
+        .map(|(l, p)| {
+            serde_json::json!({
+                "a_id": l.a, "b_id": l.b, "duplicate": p.duplicate, "weight": p.weight,
+                "distance": l.distance, "jaccard": l.jaccard, "source": l.source,
+                "by": l.by, "at": l.at,
+            })
+        })
+        .collect()
+}
+
 pub fn run_review(args: &ReviewArgs) -> anyhow::Result<ExitCode> {
+    if !(0.0..=1.0).contains(&args.threshold) || !(0.0..=1.0).contains(&args.margin) {
+        bail!("--threshold and --margin must be between 0 and 1");
+    }
     if !super::is_redis_url(&args.store) && !args.store.exists() {
         bail!("store {} does not exist", args.store.display());
     }
     let store = super::open_backend(&args.store, false)?;
-    let mut near: Vec<MergeLogEntry> = Vec::new();
-    store.merges(&mut |m| {
-        if m.rule == "simhash+jaccard" && (m.jaccard - args.threshold).abs() <= args.margin {
-            near.push(m);
+    let spec = QueueSpec {
+        threshold: args.threshold,
+        margin: args.margin,
+        sample: args.sample,
+        random: args.random,
+        seed: args.seed,
+    };
+    let queue = review::review_queue(&*store, &spec)?;
+    let mut labels: Vec<Label> = Vec::new();
+    store.labels(&mut |l| labels.push(l))?;
+    if let Some(path) = &args.export {
+        let lines = export_lines(&queue, &labels);
+        let mut text = String::new();
+        for line in &lines {
+            text.push_str(&line.to_string());
+            text.push('\n');
         }
-    })?;
-    // A stable pseudo-random sample: order by a keyed hash of the merged id.
-    near.sort_by_key(|m| xxhash_rust::xxh3::xxh3_64_with_seed(m.merged.as_bytes(), args.seed));
-    near.truncate(args.sample);
+        if path.as_os_str() == "-" {
+            std::io::stdout().lock().write_all(text.as_bytes())?;
+        } else {
+            std::fs::write(path, text.as_bytes())
+                .with_context(|| format!("writing {}", path.display()))?;
+        }
+        eprintln!(
+            "neardup: {} labels exported, {} unsure left out",
+            lines.len(),
+            labels.len() - lines.len()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let verdict: HashMap<(&str, &str), &str> = labels
+        .iter()
+        .map(|l| ((l.a.as_str(), l.b.as_str()), l.verdict.as_str()))
+        .collect();
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    writeln!(
-        out,
-        "kept,merged,rule,distance,jaccard,at,source_urls,verdict"
-    )?;
-    for m in &near {
+    writeln!(out, "stratum,a,b,distance,jaccard,kept,at,verdict")?;
+    for p in &queue.pairs {
         writeln!(
             out,
-            "{},{},{},{},{:.4},{},{},",
-            csv(&m.kept),
-            csv(&m.merged),
-            m.rule,
-            m.distance,
-            m.jaccard,
-            m.at,
-            csv(&m.source_urls.join(" "))
+            "{},{},{},{},{:.4},{},{},{}",
+            p.stratum.as_str(),
+            csv(&p.a),
+            csv(&p.b),
+            p.scores.distance,
+            p.scores.jaccard,
+            csv(p.kept.as_deref().unwrap_or("")),
+            p.at.as_deref().unwrap_or(""),
+            verdict
+                .get(&(p.a.as_str(), p.b.as_str()))
+                .copied()
+                .unwrap_or("")
         )?;
     }
+    out.flush()?;
+    let population = |s: Stratum| queue.populations.get(&s).copied().unwrap_or(0);
     eprintln!(
-        "neardup: {} merges within {} of Jaccard {} sampled",
-        near.len(),
+        "neardup: sampled from {} merges within {} of Jaccard {}, {} rejected candidates under it and {} other merges",
+        population(Stratum::Boundary),
         args.margin,
-        args.threshold
+        args.threshold,
+        population(Stratum::Rejected),
+        population(Stratum::Random)
     );
     Ok(ExitCode::SUCCESS)
 }

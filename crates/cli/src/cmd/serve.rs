@@ -10,6 +10,7 @@ mod api;
 mod http;
 mod metrics;
 mod openapi;
+mod review;
 mod watch;
 mod writer;
 
@@ -72,11 +73,17 @@ pub struct ServeArgs {
     /// window/100, whichever is less.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub window: Option<Duration>,
-    /// File holding a bearer token: every endpoint but /healthz then needs
-    /// `Authorization: Bearer TOKEN` (the scheme is case-insensitive). Without it, anyone
-    /// who can reach the address can insert and erase records.
+    /// File holding bearer tokens: every endpoint but /healthz (and the review page's static
+    /// files) then needs `Authorization: Bearer TOKEN` (the scheme is case-insensitive).
+    /// One token per line, either alone or as `NAME TOKEN`: the name is who the review page's
+    /// labels are stored as (`token` for a token alone); `#` starts a comment line. Without
+    /// it, anyone who can reach the address can insert and erase records.
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
+    /// Corpus the review page (/review) shows texts from, repeatable (like a PATH argument of
+    /// `neardup dedup`; the store keeps no text). Read once at start, for the queued pairs.
+    #[arg(long = "review-input", value_name = "FILE")]
+    pub review_input: Vec<PathBuf>,
     /// Largest request body, bytes (larger ones get 413).
     #[arg(long, value_name = "BYTES", default_value_t = 8 << 20)]
     pub max_body_bytes: usize,
@@ -136,7 +143,10 @@ struct Inner {
     writer: Arc<WriterState>,
     metrics: Arc<Metrics>,
     conversion: Conversion,
-    token: Option<String>,
+    /// The accepted bearer tokens; empty: no token is needed.
+    tokens: Vec<Token>,
+    /// The review page's queue and texts.
+    review: Arc<review::Review>,
     max_body_bytes: usize,
     max_batch: usize,
     store_path: PathBuf,
@@ -152,22 +162,26 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     if args.max_batch == 0 || args.max_group == 0 || args.max_body_bytes == 0 {
         bail!("--max-batch, --max-group and --max-body-bytes must be at least 1");
     }
-    let token = match &args.token_file {
-        None => None,
+    let tokens = match &args.token_file {
+        None => Vec::new(),
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("reading the token file {}", path.display()))?;
-            let token = text.trim().to_owned();
-            if token.is_empty() {
-                bail!("the token file {} is empty", path.display());
-            }
-            Some(token)
+            parse_tokens(&text).with_context(|| format!("the token file {}", path.display()))?
         }
     };
     let _lock = super::lock_store(&args.store, "neardup serve", args.no_wait)?;
     let started = Instant::now();
     let deduper = open(args).with_context(|| format!("opening store {}", args.store.display()))?;
     let records = deduper.stats().records;
+    let review = Arc::new(
+        review::Review::load(
+            deduper.store(),
+            deduper.rule().min_jaccard,
+            &args.review_input,
+        )
+        .context("loading the review queue")?,
+    );
     let analysis = writer::Analysis::new(&deduper);
     let deduper: Shared = Arc::new(RwLock::new(deduper));
     let watch = args
@@ -202,7 +216,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
             .context("starting the writer thread")?
     };
     let openapi = openapi::document(&openapi::Settings {
-        token_required: token.is_some(),
+        token_required: !tokens.is_empty(),
         max_batch: args.max_batch,
         max_body_bytes: args.max_body_bytes,
     });
@@ -215,7 +229,8 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         conversion: Conversion {
             field_weights: args.field_weights.clone(),
         },
-        token,
+        tokens,
+        review,
         max_body_bytes: args.max_body_bytes,
         max_batch: args.max_batch,
         store_path: args.store.clone(),
@@ -289,8 +304,48 @@ async fn shutdown_signal() {
     eprintln!("neardup: shutting down: finishing requests in flight");
 }
 
+/// A bearer token and the name labels made with it are stored under.
+struct Token {
+    name: String,
+    token: String,
+}
+
+/// Reads a token file: one token per line, alone or as `NAME TOKEN`; blank lines and lines
+/// starting with `#` are skipped.
+fn parse_tokens(text: &str) -> anyhow::Result<Vec<Token>> {
+    let mut tokens: Vec<Token> = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let (name, token) = match words[..] {
+            [token] => ("token", token),
+            [name, token] => (name, token),
+            _ => bail!(
+                "line {}: a line holds a token, or a name and a token, not {} words",
+                i + 1,
+                words.len()
+            ),
+        };
+        if tokens.iter().any(|t| t.token == token) {
+            bail!("line {}: the token is on an earlier line too", i + 1);
+        }
+        tokens.push(Token {
+            name: name.to_owned(),
+            token: token.to_owned(),
+        });
+    }
+    if tokens.is_empty() {
+        bail!("it holds no token");
+    }
+    Ok(tokens)
+}
+
 fn router(app: App) -> Router {
     Router::new()
+        .merge(review::routes())
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics::metrics_text))
         .route("/v1/openapi.json", get(openapi_json))

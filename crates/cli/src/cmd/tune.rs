@@ -24,7 +24,7 @@ use crate::args::{InputArgs, ScoringArgs};
 use crate::input;
 
 mod pairs;
-mod plot;
+pub(crate) mod plot;
 
 pub use self::pairs::{read_pairs, PairLine, Side};
 
@@ -441,6 +441,7 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<ExitCode> {
                 max_distance: rec.cell.max_distance,
                 min_jaccard: rec.cell.min_jaccard,
                 pairs: &labelled,
+                current: None,
             };
             plot::plot(path, &data).with_context(|| format!("drawing {}", path.display()))?;
             eprintln!("neardup: wrote {}", path.display());

@@ -4,6 +4,8 @@
 // Each test binary uses the part it needs.
 #![allow(dead_code)]
 
+pub mod server;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};

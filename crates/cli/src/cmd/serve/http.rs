@@ -12,6 +12,7 @@ use axum::response::{IntoResponse, Response};
 use neardup::Record;
 
 use super::api::{self, ApiError};
+use super::review::Reviewer;
 use super::App;
 
 /// The metrics name of a route.
@@ -26,6 +27,14 @@ fn route_name(method: &Method, path: Option<&str>) -> &'static str {
         ("DELETE", "/v1/records/{id}") => "delete_record",
         ("GET", "/v1/clusters/{id}") => "get_cluster",
         ("GET", "/v1/merges") => "merges",
+        ("GET", "/review" | "/review/app.js" | "/review/app.css") => "review_page",
+        ("GET", "/v1/review/queue") => "review_queue",
+        ("GET", "/v1/review/pair") => "review_pair",
+        ("GET", "/v1/review/summary") => "review_summary",
+        ("POST", "/v1/review/reevaluate") => "review_reevaluate",
+        ("PUT", "/v1/labels") => "put_label",
+        ("DELETE", "/v1/labels") => "delete_label",
+        ("GET", "/v1/labels") => "labels",
         _ => "other",
     }
 }
@@ -44,11 +53,14 @@ pub(super) async fn observe(State(app): State<App>, req: Request, next: Next) ->
     response
 }
 
-pub(super) async fn authorize(State(app): State<App>, req: Request, next: Next) -> Response {
-    let Some(token) = &app.token else {
+pub(super) async fn authorize(State(app): State<App>, mut req: Request, next: Next) -> Response {
+    if app.tokens.is_empty() {
+        req.extensions_mut()
+            .insert(Reviewer("anonymous".to_owned()));
         return next.run(req).await;
-    };
-    if req.uri().path() == "/healthz" {
+    }
+    let path = req.uri().path();
+    if path == "/healthz" || (req.method() == Method::GET && super::review::is_static(path)) {
         return next.run(req).await;
     }
     let given = req
@@ -56,12 +68,24 @@ pub(super) async fn authorize(State(app): State<App>, req: Request, next: Next) 
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(bearer_token);
-    match given {
-        Some(g) if constant_time_eq(g.as_bytes(), token.as_bytes()) => next.run(req).await,
-        _ => {
+    // Every token is compared, so the time taken does not say which one matched.
+    let mut name = None;
+    if let Some(g) = given {
+        for t in &app.tokens {
+            if constant_time_eq(g.as_bytes(), t.token.as_bytes()) && name.is_none() {
+                name = Some(t.name.clone());
+            }
+        }
+    }
+    match name {
+        Some(name) => {
+            req.extensions_mut().insert(Reviewer(name));
+            next.run(req).await
+        }
+        None => {
             let mut response = ApiError::new(
                 StatusCode::UNAUTHORIZED,
-                "missing or invalid bearer token: send `Authorization: Bearer TOKEN` with the token of --token-file",
+                "missing or invalid bearer token: send `Authorization: Bearer TOKEN` with a token of --token-file",
             )
             .field("Authorization")
             .into_response();
@@ -182,6 +206,16 @@ async fn read_body(app: &App, body: Body) -> Result<Bytes, ApiError> {
                 ApiError::bad_request("body", format!("reading the request body: {e}"))
             }
         })
+}
+
+/// Reads a JSON request body (refusing other content types and bodies over the limit).
+pub(super) async fn json_body(
+    app: &App,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Bytes, ApiError> {
+    require_json(headers)?;
+    read_body(app, body).await
 }
 
 /// Reads, parses and validates a request's records; `true` when it was a batch.

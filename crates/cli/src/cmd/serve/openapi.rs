@@ -405,6 +405,11 @@ pub fn document(settings: &Settings) -> Value {
             }
         }
     });
+    let review = review_paths(s);
+    if let (Some(paths), Value::Object(review)) = (doc["paths"].as_object_mut(), review) {
+        paths.extend(review);
+    }
+    doc["components"]["schemas"]["Label"] = label_schema();
     if s.token_required {
         doc["security"] = json!([{"bearer": []}]);
         doc["components"]["securitySchemes"] =
@@ -418,6 +423,133 @@ pub fn document(settings: &Settings) -> Value {
         });
     }
     doc
+}
+
+/// A stored label of a pair.
+fn label_schema() -> Value {
+    json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["a", "b", "verdict", "source", "distance", "jaccard", "by", "at"],
+        "properties": {
+            "a": {"type": "string", "description": "The stored record of the pair."},
+            "b": {"type": "string", "description": "The arriving record of the pair."},
+            "verdict": {"type": "string", "enum": ["duplicate", "not_duplicate", "unsure"]},
+            "source": {"type": "string", "description": "The queue's stratum: boundary, rejected or random."},
+            "distance": {"type": "integer", "minimum": 0},
+            "jaccard": {"type": "number", "minimum": 0, "maximum": 1},
+            "by": {"type": "string", "description": "The name of the token used (`anonymous` without --token-file, unless the request named someone)."},
+            "at": {"type": "string", "format": "date-time"}
+        }
+    })
+}
+
+/// The review page's API: its queue, a pair side by side, labels, the summary and a dry
+/// run of `reevaluate`.
+fn review_paths(s: &Settings) -> Value {
+    let pair_params = json!([
+        {"name": "a", "in": "query", "required": true, "schema": {"type": "string", "minLength": 1}, "description": "The pair's stored record."},
+        {"name": "b", "in": "query", "required": true, "schema": {"type": "string", "minLength": 1}, "description": "The pair's arriving record."}
+    ]);
+    let bad_query = || error("A query parameter is missing, malformed or unknown.");
+    let invalid =
+        || error("A malformed body, a value out of range, or an unknown field; `field` names it.");
+    let too_large = || error("The body is larger than --max-body-bytes.");
+    let not_json = || error("The body is not sent as `Content-Type: application/json`.");
+    let internal = || error("Reading or writing the store failed; the server keeps serving.");
+    json!({
+        "/v1/review/queue": {"get": operation(s, false, json!({
+            "operationId": "getReviewQueue",
+            "summary": "The pairs people should judge: merges near the Jaccard threshold (nearest first), rejected candidates just under it, and random merges, each with its label when labelled.",
+            "parameters": [{"name": "refresh", "in": "query", "required": false, "schema": {"type": "boolean"}, "description": "Draw the queue again from the store (taking in merges made since the server started)."}]
+        }), [
+            (200, ok("The queue.", json!({"type": "object", "required": ["threshold", "margin", "populations", "texts", "pairs"], "properties": {
+                "threshold": {"type": "number"}, "margin": {"type": "number"},
+                "populations": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}, "description": "Pairs in each stratum's population."},
+                "texts": {"type": "boolean", "description": "Whether the server was given --review-input."},
+                "pairs": {"type": "array", "items": {"type": "object"}}
+            }}))),
+            (400, bad_query()),
+            (500, internal())
+        ])},
+        "/v1/review/pair": {"get": operation(s, false, json!({
+            "operationId": "getReviewPair",
+            "summary": "One queued pair side by side: both records' URLs and first-seen times, the scores, its label, and a page of the word-level diff of the texts (moved paragraphs marked).",
+            "parameters": pair_params.as_array().into_iter().flatten().cloned().chain([json!(
+                {"name": "page", "in": "query", "required": false, "schema": {"type": "integer", "minimum": 0}, "description": "The page of the diff (200 rows a page), from 0."}
+            )]).collect::<Vec<Value>>()
+        }), [
+            (200, ok("The pair.", json!({"type": "object"}))),
+            (400, bad_query()),
+            (404, error("The pair is not in the review queue.")),
+            (500, internal())
+        ])},
+        "/v1/review/summary": {"get": operation(s, false, json!({
+            "operationId": "getReviewSummary",
+            "summary": "What the labels say: counts by stratum and verdict, the precision of the merges with its 95% interval, the recommended thresholds (as `neardup tune` recommends) and tune's plot as SVG."
+        }), [
+            (200, ok("The summary.", json!({"type": "object"}))),
+            (500, internal())
+        ])},
+        "/v1/review/reevaluate": {"post": operation(s, false, json!({
+            "operationId": "reevaluateDryRun",
+            "summary": "A dry run of `neardup reevaluate`: what would change under other thresholds. Nothing is written.",
+            "requestBody": {"required": true, "content": {"application/json": {"schema": {
+                "type": "object", "additionalProperties": false, "required": ["max_distance", "min_jaccard"],
+                "properties": {"max_distance": {"type": "integer", "minimum": 0, "maximum": 64}, "min_jaccard": {"type": "number", "minimum": 0, "maximum": 1}}
+            }}}}
+        }), [
+            (200, ok("The changes (the first 200 listed, all counted).", json!({"type": "object"}))),
+            (400, invalid()),
+            (413, too_large()),
+            (415, not_json()),
+            (500, internal())
+        ])},
+        "/v1/labels": {
+            "put": operation(s, false, json!({
+                "operationId": "putLabel",
+                "summary": "Label a queued pair (replacing its label); stored durably with who (the token's name) and when.",
+                "requestBody": {"required": true, "content": {"application/json": {"schema": {
+                    "type": "object", "additionalProperties": false, "required": ["a", "b", "verdict"],
+                    "properties": {
+                        "a": {"type": "string"}, "b": {"type": "string"},
+                        "verdict": {"type": "string", "enum": ["duplicate", "not_duplicate", "unsure"]},
+                        "by": {"type": "string", "nullable": true, "description": "Who, on a server without --token-file (else the token's name)."}
+                    }
+                }}}}
+            }), [
+                (200, ok("The stored label.", json!({"$ref": "#/components/schemas/Label"}))),
+                (400, invalid()),
+                (404, error("The pair is not in the review queue.")),
+                (413, too_large()),
+                (415, not_json()),
+                (500, internal())
+            ]),
+            "delete": operation(s, false, json!({
+                "operationId": "deleteLabel",
+                "summary": "Remove a pair's label (the page's undo).",
+                "parameters": pair_params
+            }), [
+                (200, ok("Removed.", json!({"type": "object", "required": ["a", "b", "removed"], "properties": {"a": {"type": "string"}, "b": {"type": "string"}, "removed": {"type": "boolean"}}}))),
+                (400, bad_query()),
+                (404, error("The pair has no label.")),
+                (500, internal())
+            ]),
+            "get": operation(s, false, json!({
+                "operationId": "getLabels",
+                "summary": "Every stored label; with format=pairs, the pairs file `neardup tune` reads (JSON Lines, weighted by stratum, unsure labels left out), as `neardup review --export` writes it.",
+                "parameters": [{"name": "format", "in": "query", "required": false, "schema": {"type": "string", "enum": ["json", "pairs"]}}]
+            }), [
+                (200, {
+                    let mut r = ok("The labels.", json!({"type": "object", "required": ["labels"], "properties": {"labels": {"type": "array", "items": {"$ref": "#/components/schemas/Label"}}}}));
+                    r["content"]["application/x-ndjson"] = json!({"schema": {"type": "string"}});
+                    r
+                }),
+                (400, bad_query()),
+                (500, internal())
+            ])
+        }
+    })
 }
 
 /// An answer's `alerts` (with `--watchlist`).

@@ -11,11 +11,15 @@ use neardup::tune::{Cell, Grid, LabelledPair};
 type Series = (&'static str, plotters::style::RGBColor, fn(&Cell) -> f64);
 
 /// What the plots show.
-pub(super) struct PlotData<'a> {
-    pub(super) grid: &'a Grid,
-    pub(super) max_distance: u32,
-    pub(super) min_jaccard: f64,
-    pub(super) pairs: &'a [LabelledPair],
+pub(crate) struct PlotData<'a> {
+    pub(crate) grid: &'a Grid,
+    /// The recommended radius (a black line).
+    pub(crate) max_distance: u32,
+    /// The recommended threshold (a black line).
+    pub(crate) min_jaccard: f64,
+    pub(crate) pairs: &'a [LabelledPair],
+    /// The thresholds in use, drawn as an orange line where given.
+    pub(crate) current: Option<(u32, f64)>,
 }
 
 pub(super) enum PlotFormat {
@@ -114,6 +118,19 @@ pub(super) fn plot(path: &Path, data: &PlotData<'_>) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The plots as an SVG document of `size` pixels.
+pub(crate) fn svg(data: &PlotData<'_>, size: (u32, u32)) -> anyhow::Result<String> {
+    use plotters::prelude::*;
+    let text = font_available();
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, size).into_drawing_area();
+        draw(&root, data, text)?;
+        root.present().map_err(|e| anyhow!("{e}"))?;
+    }
+    Ok(out)
+}
+
 /// Four panels: precision/recall/F1 by radius and by threshold, and the distance and
 /// Jaccard histograms of duplicates against non-duplicates (each as a share of its class).
 fn draw<DB: plotters::prelude::DrawingBackend>(
@@ -139,6 +156,7 @@ fn draw<DB: plotters::prelude::DrawingBackend>(
                   x_range: std::ops::Range<f64>,
                   cells: Vec<(f64, Cell)>,
                   chosen: f64,
+                  current: Option<f64>,
                   legend: SeriesLabelPosition,
                   integer_x: bool|
      -> anyhow::Result<()> {
@@ -175,6 +193,20 @@ fn draw<DB: plotters::prelude::DrawingBackend>(
                 BLACK.mix(0.5).stroke_width(1),
             ))
             .map_err(e)?;
+        if let Some(x) = current {
+            let orange = RGBColor(255, 127, 14);
+            let drawn = chart
+                .draw_series(LineSeries::new(
+                    vec![(x, 0.0), (x, 1.05)],
+                    orange.stroke_width(2),
+                ))
+                .map_err(e)?;
+            if text {
+                drawn.label("in use").legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], orange.stroke_width(2))
+                });
+            }
+        }
         draw_legend(&mut chart, legend, text)
     };
     curves(
@@ -187,6 +219,7 @@ fn draw<DB: plotters::prelude::DrawingBackend>(
             .map(|c| (f64::from(c.max_distance), c))
             .collect(),
         f64::from(data.max_distance),
+        data.current.map(|c| f64::from(c.0)),
         SeriesLabelPosition::LowerRight,
         true,
     )?;
@@ -202,6 +235,7 @@ fn draw<DB: plotters::prelude::DrawingBackend>(
             .map(|c| (c.min_jaccard, c))
             .collect(),
         data.min_jaccard,
+        data.current.map(|c| c.1),
         SeriesLabelPosition::LowerLeft,
         false,
     )?;
