@@ -130,13 +130,14 @@ run_schemathesis() {
 
 status=0
 start_server open
-run_schemathesis "without a token" || status=1
+run_schemathesis "without a token" || { status=1; echo "--- the server's log:"; tail -n 30 "$WORK/open.log"; }
 stop_server
 
 TOKEN="st-$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
 printf '%s\n' "$TOKEN" >"$WORK/token"
 start_server token --token-file "$WORK/token"
-run_schemathesis "with --token-file" --header "Authorization: Bearer $TOKEN" || status=1
+run_schemathesis "with --token-file" --header "Authorization: Bearer $TOKEN" ||
+    { status=1; echo "--- the server's log:"; tail -n 30 "$WORK/token.log"; }
 stop_server
 
 if [ "$status" -ne 0 ]; then

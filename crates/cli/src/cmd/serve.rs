@@ -84,6 +84,17 @@ pub struct ServeArgs {
     /// `neardup dedup`; the store keeps no text). Read once at start, for the queued pairs.
     #[arg(long = "review-input", value_name = "FILE")]
     pub review_input: Vec<PathBuf>,
+    /// The review queue: this many merges near the threshold, and as many rejected
+    /// candidates under it.
+    #[arg(long, value_name = "N", default_value_t = 50)]
+    pub review_sample: usize,
+    /// The review queue: this many random merges away from the threshold (an unbiased
+    /// precision estimate needs them; 0 for none).
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub review_random: usize,
+    /// The review queue: pairs whose Jaccard is within this of the threshold are near it.
+    #[arg(long, value_name = "M", default_value_t = 0.03)]
+    pub review_margin: f64,
     /// Largest request body, bytes (larger ones get 413).
     #[arg(long, value_name = "BYTES", default_value_t = 8 << 20)]
     pub max_body_bytes: usize,
@@ -162,6 +173,12 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     if args.max_batch == 0 || args.max_group == 0 || args.max_body_bytes == 0 {
         bail!("--max-batch, --max-group and --max-body-bytes must be at least 1");
     }
+    if !(0.0..=1.0).contains(&args.review_margin) {
+        bail!(
+            "--review-margin {} must be between 0 and 1",
+            args.review_margin
+        );
+    }
     let tokens = match &args.token_file {
         None => Vec::new(),
         Some(path) => {
@@ -177,7 +194,13 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     let review = Arc::new(
         review::Review::load(
             deduper.store(),
-            deduper.rule().min_jaccard,
+            &neardup::tune::review::QueueSpec {
+                threshold: deduper.rule().min_jaccard,
+                margin: args.review_margin,
+                sample: args.review_sample,
+                random: args.review_random,
+                seed: 0,
+            },
             &args.review_input,
         )
         .context("loading the review queue")?,

@@ -476,7 +476,7 @@ fn review_paths(s: &Settings) -> Value {
             "operationId": "getReviewPair",
             "summary": "One queued pair side by side: both records' URLs and first-seen times, the scores, its label, and a page of the word-level diff of the texts (moved paragraphs marked).",
             "parameters": pair_params.as_array().into_iter().flatten().cloned().chain([json!(
-                {"name": "page", "in": "query", "required": false, "schema": {"type": "integer", "minimum": 0}, "description": "The page of the diff (200 rows a page), from 0."}
+                {"name": "page", "in": "query", "required": false, "schema": {"type": "integer", "minimum": 0, "maximum": 1_000_000_000u64}, "description": "The page of the diff (200 rows a page), from 0; a page past the end has no rows."}
             )]).collect::<Vec<Value>>()
         }), [
             (200, ok("The pair.", json!({"type": "object"}))),

@@ -298,6 +298,10 @@ async function exportLabels(event) {
 function onKey(event) {
   const t = event.target;
   if (event.ctrlKey || event.metaKey || event.altKey) return;
+  if (event.key === "Escape" && $("plot-figure").classList.contains("large")) {
+    $("plot-size").click();
+    return;
+  }
   if (t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA" || t.tagName === "SELECT")) return;
   const actions = {
     d: () => label("duplicate"),
@@ -338,7 +342,7 @@ async function start() {
     return;
   }
   await select(nextUnlabelled(-1));
-  $("pair").focus();
+  $("pair").focus({ preventScroll: true });
 }
 
 document.addEventListener("DOMContentLoaded", () => {
@@ -356,6 +360,11 @@ document.addEventListener("DOMContentLoaded", () => {
   $("next-page").addEventListener("click", () => turnPage(1).catch(fail));
   $("dry-run").addEventListener("submit", (e) => dryRun(e).catch(fail));
   $("export").addEventListener("click", (e) => exportLabels(e).catch(fail));
+  $("plot-size").addEventListener("click", () => {
+    const large = $("plot-figure").classList.toggle("large");
+    $("plot-size").setAttribute("aria-pressed", String(large));
+    $("plot-size").textContent = large ? "Shrink the plot" : "Enlarge the plot";
+  });
   document.addEventListener("keydown", onKey);
   start().catch(fail);
 });

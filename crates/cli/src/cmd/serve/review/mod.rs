@@ -34,6 +34,8 @@ use crate::input;
 
 /// Rows of the side-by-side diff per page.
 const ROWS_PER_PAGE: usize = 200;
+/// The largest page number asked for (as documented; past the end a page is empty).
+const MAX_PAGE: usize = 1_000_000_000;
 /// Diffs kept for paging through them.
 const CACHED_DIFFS: usize = 8;
 /// Changes a dry run lists (it counts them all).
@@ -65,13 +67,10 @@ impl Review {
     /// Draws the queue from the store and reads the texts of its records from `inputs`.
     pub(super) fn load(
         store: &dyn Store,
-        min_jaccard: f64,
+        spec: &QueueSpec,
         inputs: &[PathBuf],
     ) -> anyhow::Result<Review> {
-        let spec = QueueSpec {
-            threshold: min_jaccard,
-            ..QueueSpec::default()
-        };
+        let spec = *spec;
         let queue = review::review_queue(store, &spec)?;
         let mut texts = HashMap::new();
         if !inputs.is_empty() {
@@ -298,8 +297,11 @@ async fn get_pair(
     let (a, b) = (required(&q, "a")?.to_owned(), required(&q, "b")?.to_owned());
     let page: usize = match q.get("page") {
         None => 0,
-        Some(v) => v.parse().map_err(|_| {
-            ApiError::bad_request("page", format!("page is a whole number, not {v:?}"))
+        Some(v) => v.parse().ok().filter(|p| *p <= MAX_PAGE).ok_or_else(|| {
+            ApiError::bad_request(
+                "page",
+                format!("page is a whole number from 0 to {MAX_PAGE}, not {v:?}"),
+            )
         })?,
     };
     let queue = app.review.queue();
