@@ -43,23 +43,23 @@ fn store(dir: &Path) -> PathBuf {
     dir.join("s.db")
 }
 
-/// A server on the store with two named tokens and the corpus's texts.
-fn serve(dir: &Path) -> Server {
+/// A server on the store with two named tokens, given the corpus with `--review-input`, or
+/// (`review_input` false) finding it where `neardup dedup` recorded it in the store.
+fn serve(dir: &Path, review_input: bool) -> Server {
     std::fs::write(dir.join("tokens"), "# reviewers\nana tok-ana\nbo tok-bo\n").unwrap();
     let store = store(dir);
     let tokens = dir.join("tokens");
     let corpus = corpus();
-    let mut server = Server::start(
-        &store,
-        &[
-            "--token-file",
-            tokens.to_str().unwrap(),
-            "--review-input",
-            corpus.to_str().unwrap(),
-            "--min-jaccard",
-            "0.9",
-        ],
-    );
+    let mut args = vec![
+        "--token-file",
+        tokens.to_str().unwrap(),
+        "--min-jaccard",
+        "0.9",
+    ];
+    if review_input {
+        args.extend(["--review-input", corpus.to_str().unwrap()]);
+    }
+    let mut server = Server::start(&store, &args);
     server.token = Some("tok-ana".into());
     server
 }
@@ -87,7 +87,7 @@ fn put_label(server: &Server, a: &str, b: &str, verdict: &str) -> (u16, Value) {
 #[test]
 fn the_queue_holds_real_pairs_in_strata_with_texts_and_scores() {
     let dir = tempfile::tempdir().unwrap();
-    let server = serve(dir.path());
+    let server = serve(dir.path(), true);
     let pairs = queue(&server);
     let strata = |s: &str| pairs.iter().filter(|p| p["stratum"] == s).count();
     assert!(
@@ -140,7 +140,7 @@ fn the_queue_holds_real_pairs_in_strata_with_texts_and_scores() {
 #[test]
 fn label_endpoints_need_the_token_name_the_labeller_and_refuse_bad_input() {
     let dir = tempfile::tempdir().unwrap();
-    let mut server = serve(dir.path());
+    let mut server = serve(dir.path(), true);
     let pairs = queue(&server);
     let (a, b) = (
         pairs[0]["a"].as_str().unwrap(),
@@ -346,7 +346,15 @@ async fn key(client: &Client, k: &str) {
 #[test]
 fn people_label_pairs_with_the_keyboard_and_the_labels_reach_the_store_the_plot_and_tune() {
     let dir = tempfile::tempdir().unwrap();
-    let server = serve(dir.path());
+    // No --review-input: the texts are where `neardup dedup` read them.
+    let server = serve(dir.path(), false);
+    assert!(
+        server
+            .log()
+            .contains("found in the input `neardup dedup` read"),
+        "{}",
+        server.log()
+    );
     let pairs = queue(&server);
     let n = pairs.len();
     let driver = Driver::start();
@@ -370,6 +378,13 @@ fn people_label_pairs_with_the_keyboard_and_the_labels_reach_the_store_the_plot_
         )
         .await;
         until(&client, "document.getElementById('status').textContent.startsWith('Pair 1 of')", "the first pair").await;
+        // The pair's texts side by side, with what differs marked.
+        until(
+            &client,
+            "document.querySelectorAll('#diff-body tr.row-same').length > 0 && document.querySelectorAll('#diff-body del, #diff-body ins, #diff-body .seg-moved').length > 0",
+            "the texts side by side",
+        )
+        .await;
         let labelled = |k: usize| format!("document.getElementById('queue-info').textContent.startsWith('{k} of {n} labelled')");
 
         // Ten pairs with the keyboard: d, d, n, d, d, n, d, d, n, d.

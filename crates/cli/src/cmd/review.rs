@@ -13,7 +13,7 @@ use neardup::store::Label;
 use neardup::tune::review::{self, Queue, QueueSpec, Stratum};
 use neardup::{Store, Timestamp};
 
-use crate::args::ScoringArgs;
+use crate::args::{InputArgs, InputFormat, ScoringArgs};
 
 /// Arguments of `neardup reevaluate`.
 #[derive(Debug, Args)]
@@ -157,6 +157,87 @@ fn csv(field: &str) -> String {
         format!("\"{}\"", field.replace('"', "\"\""))
     } else {
         field.to_owned()
+    }
+}
+
+/// The store meta key under which `neardup dedup` records how it read its input, so that the
+/// review page of `neardup serve` can show the texts without being told where they are.
+pub const REVIEW_INPUT_KEY: &str = "cli.review_input";
+
+/// How `neardup dedup` read its input: the files (absolute) and the options that decide
+/// records' ids and texts. Runs on one store add their files (the options of the latest
+/// run hold for all).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ReviewInput {
+    /// Input files and directories, absolute.
+    pub files: Vec<PathBuf>,
+    /// `jsonl`, `lines` or `text`.
+    pub format: String,
+    /// `--id-field`.
+    pub id_field: String,
+    /// `--text-field`s.
+    pub text_fields: Vec<String>,
+    /// `--html-field`s.
+    pub html_fields: Vec<String>,
+    /// `--code-lang` of a code-mode run (directories hold that language's files).
+    #[serde(default)]
+    pub code_lang: Option<String>,
+}
+
+/// Files kept in [`ReviewInput`] (the latest runs' files).
+const REVIEW_INPUT_FILES: usize = 1000;
+
+impl ReviewInput {
+    /// How `args` (resolved) read its input, added to `earlier` (a store's record of earlier
+    /// runs); `None` for standard input, which cannot be read again.
+    pub fn record(args: &InputArgs, earlier: Option<&str>) -> Option<ReviewInput> {
+        if args.files.is_empty() || args.files.iter().any(|f| f.as_os_str() == "-") {
+            return None;
+        }
+        let format = args
+            .format
+            .and_then(|f| clap::ValueEnum::to_possible_value(&f))
+            .map(|v| v.get_name().to_owned())?;
+        let mut files: Vec<PathBuf> = earlier
+            .and_then(|e| serde_json::from_str::<ReviewInput>(e).ok())
+            .map(|e| e.files)
+            .unwrap_or_default();
+        for f in &args.files {
+            let f = std::fs::canonicalize(f).unwrap_or_else(|_| f.clone());
+            files.retain(|g| *g != f);
+            files.push(f);
+        }
+        let excess = files.len().saturating_sub(REVIEW_INPUT_FILES);
+        files.drain(..excess);
+        Some(ReviewInput {
+            files,
+            format,
+            id_field: args.id_field.clone(),
+            text_fields: args.text_fields.clone(),
+            html_fields: args.html_fields.clone(),
+            code_lang: args.code_lang.map(|l| l.name().to_owned()),
+        })
+    }
+
+    /// The input arguments that read these files again (those still there), resolved;
+    /// `None` when none is left.
+    pub fn input_args(&self) -> anyhow::Result<Option<InputArgs>> {
+        let files: Vec<PathBuf> = self.files.iter().filter(|f| f.exists()).cloned().collect();
+        if files.is_empty() {
+            return Ok(None);
+        }
+        let format = <InputFormat as clap::ValueEnum>::from_str(&self.format, true)
+            .map_err(|e| anyhow::anyhow!("the recorded input format {:?}: {e}", self.format))?;
+        let mut args = InputArgs::for_files(files, format);
+        args.id_field = self.id_field.clone();
+        args.text_fields = self.text_fields.clone();
+        args.html_fields = self.html_fields.clone();
+        args.code_lang = self
+            .code_lang
+            .as_deref()
+            .and_then(neardup::text::CodeLang::parse);
+        args.resolve()?;
+        Ok(Some(args))
     }
 }
 

@@ -81,7 +81,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
     /// Corpus the review page (/review) shows texts from, repeatable (like a PATH argument of
-    /// `neardup dedup`; the store keeps no text). Read once at start, for the queued pairs.
+    /// `neardup dedup`; the store keeps no text). Default: the files `neardup dedup` read into
+    /// the store, which it records there. Read once at start, for the queued pairs.
     #[arg(long = "review-input", value_name = "FILE")]
     pub review_input: Vec<PathBuf>,
     /// The review queue: this many merges near the threshold, and as many rejected

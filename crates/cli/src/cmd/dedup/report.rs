@@ -2,6 +2,7 @@
 //! groups, and the accounting that decides the exit code.
 
 use super::*;
+use crate::cmd::review::{ReviewInput, REVIEW_INPUT_KEY};
 
 /// What a finished run hands to its report.
 pub(super) struct Run<'a> {
@@ -132,6 +133,14 @@ pub(super) fn finish(run: Run<'_>) -> anyhow::Result<ExitCode> {
     deduper
         .set_store_meta(DEFAULTS_KEY, DEFAULTS_VERSION)
         .context("recording the defaults in the store")?;
+    // Where the texts are, for the review page of `neardup serve`.
+    let earlier = deduper.store().meta(REVIEW_INPUT_KEY)?;
+    if let Some(input) = ReviewInput::record(&args.input, earlier.as_deref()) {
+        let value = serde_json::to_string(&input).expect("paths serialise");
+        deduper
+            .set_store_meta(REVIEW_INPUT_KEY, &value)
+            .context("recording the input in the store")?;
+    }
     if !args.quiet {
         eprintln!(
             "neardup: {} records: {} kept, {} merged ({} exact, {} near, {} short near, {} fused), {} rejected; {:.1} MB in {:.1}s ({:.0} MB/s); store {} holds {} records in {} clusters",

@@ -30,6 +30,7 @@ use serde_json::{json, Value};
 use super::api::ApiError;
 use super::{read, App, Cost};
 use crate::args::{InputArgs, InputFormat};
+use crate::cmd::review::{ReviewInput, REVIEW_INPUT_KEY};
 use crate::input;
 
 /// Rows of the side-by-side diff per page.
@@ -72,19 +73,39 @@ impl Review {
     ) -> anyhow::Result<Review> {
         let spec = *spec;
         let queue = review::review_queue(store, &spec)?;
+        let corpus = if inputs.is_empty() {
+            // What `neardup dedup` read into this store, if it recorded it.
+            match store.meta(REVIEW_INPUT_KEY)? {
+                Some(json) => {
+                    let recorded: ReviewInput = serde_json::from_str(&json)
+                        .map_err(|e| anyhow::anyhow!("the store's {REVIEW_INPUT_KEY}: {e}"))?;
+                    let args = recorded.input_args()?;
+                    if args.is_none() {
+                        eprintln!(
+                            "neardup: review: the input `neardup dedup` read ({} files) is gone; give --review-input for the texts",
+                            recorded.files.len()
+                        );
+                    }
+                    args
+                }
+                None => None,
+            }
+        } else {
+            // Every option at its default; the format from the file names, as for a PATH.
+            let mut corpus = InputArgs::for_files(inputs.to_vec(), InputFormat::Jsonl);
+            corpus.format = None;
+            corpus.resolve()?;
+            Some(corpus)
+        };
         let mut texts = HashMap::new();
-        if !inputs.is_empty() {
+        if let Some(corpus) = &corpus {
             let wanted: HashSet<&str> = queue
                 .pairs
                 .iter()
                 .flat_map(|p| [p.a.as_str(), p.b.as_str()])
                 .collect();
-            // Every option at its default; the format from the file names, as for a PATH.
-            let mut corpus = InputArgs::for_files(inputs.to_vec(), InputFormat::Jsonl);
-            corpus.format = None;
-            corpus.resolve()?;
             let mut rejects = 0u64;
-            input::for_each(&corpus, |r| {
+            input::for_each(corpus, |r| {
                 match r {
                     Ok(record) if wanted.contains(record.id.as_str()) => {
                         let text = record
@@ -101,10 +122,18 @@ impl Review {
                 Ok(())
             })?;
             eprintln!(
-                "neardup: review: {} pairs queued, texts of {} of their {} records found in --review-input{}",
+                "neardup: review: {} pairs queued, texts of {} of their {} records found in {}{}",
                 queue.pairs.len(),
                 texts.len(),
                 wanted.len(),
+                if inputs.is_empty() {
+                    format!(
+                        "the input `neardup dedup` read ({} files)",
+                        corpus.files.len()
+                    )
+                } else {
+                    "--review-input".to_owned()
+                },
                 if rejects > 0 {
                     format!(" ({rejects} unusable records skipped)")
                 } else {
@@ -116,7 +145,7 @@ impl Review {
             spec,
             queue: RwLock::new(Arc::new(queue)),
             texts,
-            corpus: !inputs.is_empty(),
+            corpus: corpus.is_some(),
             diffs: Mutex::new(VecDeque::new()),
         })
     }
