@@ -16,6 +16,12 @@
 //! the grid), and at the given rule, for code mode and for word mode side by side.
 //!
 //! `cargo run --release -p neardup --example code_eval -- [--files N] [--widths 4,6,8]`
+//!
+//! With `--vendored DIR --originals DIR` it measures vendored copies instead: the files of a
+//! `_vendor` folder (pip's, say) against the same releases of the libraries from the package
+//! registry, unpacked one per folder under `--originals` (`scripts/code_vendored.sh` fetches
+//! them). Truth: a vendored file and the original at the same path within its package
+//! (`rich/text.py`) are a pair; every other vendored-original pair is not.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -365,6 +371,10 @@ fn main() {
         .unwrap_or_else(|| vec![4, 6, 8, 10, 12]);
     let rule_k: u32 = arg("--k").and_then(|s| s.parse().ok()).unwrap_or(16);
     let rule_t: f64 = arg("--jaccard").and_then(|s| s.parse().ok()).unwrap_or(0.5);
+    if let (Some(vendor), Some(originals)) = (arg("--vendored"), arg("--originals")) {
+        vendored(Path::new(&vendor), Path::new(&originals), rule_k, rule_t);
+        return;
+    }
     println!(
         "corpus | mode | width | files | true pairs: distance | recall at P>=0.99 (k, J) | P, R at k {rule_k}, J {rule_t}"
     );
@@ -557,6 +567,127 @@ fn releases(k: u32, t: f64) {
         println!(
             "releases | {mode} | edited same-path pairs merged {found} of {} | different-path pairs merged {false_merges}",
             edited.len()
+        );
+    }
+}
+
+/// Python files of `dir` by their path within their package: `rich/text.py` for
+/// `DIR/rich/text.py` (vendored) or `DIR/rich-13.4.2/rich/text.py` (`skip` 1: the
+/// unpacked release's folder), with their text; files under 300 bytes (empty `__init__.py`)
+/// and over 400 KB are left out.
+fn python_files(dir: &Path, skip: usize) -> Vec<(String, String)> {
+    let mut files = Vec::new();
+    walk(dir, &["py"], &mut files);
+    let mut out: Vec<(String, String)> = files
+        .into_iter()
+        .filter_map(|path| {
+            let rel = path.strip_prefix(dir).ok()?;
+            let key: Vec<String> = rel
+                .components()
+                .skip(skip)
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            let text = std::fs::read_to_string(&path).ok()?;
+            (300..=400_000)
+                .contains(&text.len())
+                .then(|| (key.join("/"), text))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Vendored copies against their originals: each vendored file is looked up among the
+/// originals, as a store of the originals would be queried. Printed per mode: the pairs
+/// found at the rule (identical and edited ones apart), matches with the same module
+/// vendored elsewhere (setuptools carries its own `packaging`, urllib3 its own `six`: those
+/// are copies too, counted apart), the false matches, and the distances of the true pairs.
+fn vendored(vendor: &Path, originals: &Path, k: u32, t: f64) {
+    let copies = python_files(vendor, 0);
+    let sources = python_files(originals, 1);
+    let index: HashMap<&str, usize> = sources
+        .iter()
+        .enumerate()
+        .map(|(i, (key, _))| (key.as_str(), i))
+        .collect();
+    let truth: Vec<Option<usize>> = copies
+        .iter()
+        .map(|(key, _)| index.get(key.as_str()).copied())
+        .collect();
+    let paired = truth.iter().filter(|t| t.is_some()).count();
+    let identical = copies
+        .iter()
+        .zip(&truth)
+        .filter(|((_, text), t)| t.is_some_and(|j| sources[j].1 == *text))
+        .count();
+    println!(
+        "vendored: {} files in {}, {} originals in {}; {paired} have an original at the same path ({identical} identical, {} edited)",
+        copies.len(),
+        vendor.display(),
+        sources.len(),
+        originals.display(),
+        paired - identical
+    );
+    println!("vendored | mode | true pairs found (edited) | same module vendored elsewhere | false matches | precision | recall | distance of true pairs");
+    for (mode, rule) in [
+        ("code", TokenRule::Code(CodeLang::Python)),
+        ("words", TokenRule::Unicode),
+    ] {
+        let hasher = SimHasher::builder()
+            .tokens(rule)
+            .build()
+            .expect("a valid profile");
+        let a = analyse(
+            &hasher,
+            &copies.iter().map(|c| c.1.clone()).collect::<Vec<_>>(),
+        );
+        let b = analyse(
+            &hasher,
+            &sources.iter().map(|s| s.1.clone()).collect::<Vec<_>>(),
+        );
+        let (mut found, mut found_edited, mut false_matches) = (0usize, 0usize, 0usize);
+        let mut elsewhere = 0usize;
+        let mut shown = 0;
+        let mut distances = Vec::new();
+        for (i, x) in a.iter().enumerate() {
+            if let Some(j) = truth[i] {
+                distances.push(hamming(x.0, b[j].0));
+            }
+            for (j, y) in b.iter().enumerate() {
+                if hamming(x.0, y.0) > k || id_jaccard(&x.1, &y.1) < t {
+                    continue;
+                }
+                if truth[i] == Some(j) {
+                    found += 1;
+                    found_edited += usize::from(copies[i].1 != sources[j].1);
+                } else if sources[j].0.ends_with(&format!("/{}", copies[i].0))
+                    || copies[i].0.ends_with(&format!("/{}", sources[j].0))
+                {
+                    elsewhere += 1;
+                } else if copies[i].1 != sources[j].1 {
+                    // Identical texts at other paths (a module copied within a package)
+                    // are exact copies, not false matches.
+                    false_matches += 1;
+                    if std::env::var_os("CODE_EVAL_SHOW").is_some() && shown < 15 {
+                        shown += 1;
+                        println!(
+                            "  {mode}: {} ~ {} ({} bits, J {:.2})",
+                            copies[i].0,
+                            sources[j].0,
+                            hamming(x.0, y.0),
+                            id_jaccard(&x.1, &y.1)
+                        );
+                    }
+                }
+            }
+        }
+        let precision =
+            (found + elsewhere) as f64 / (found + elsewhere + false_matches).max(1) as f64;
+        println!(
+            "vendored | {mode} | {found} of {paired} ({found_edited} of {}) | {elsewhere} | {false_matches} | {precision:.3} | {:.3} | {}",
+            paired - identical,
+            found as f64 / paired.max(1) as f64,
+            quantiles(distances)
         );
     }
 }
