@@ -15,7 +15,10 @@
 //! compared with the truth: the recall at a precision of at least 0.99 (the best (k, J) on
 //! the grid), and at the given rule, for code mode and for word mode side by side.
 //!
-//! `cargo run --release -p neardup --example code_eval -- [--files N] [--widths 4,6,8]`
+//! `cargo run --release -p neardup --example code_eval -- [--files N] [--widths 4,6,8]
+//! [--npm DIR] [--corpora rust,python,c,javascript,typescript]`: `--npm` adds JavaScript and
+//! TypeScript from npm packages unpacked under DIR (`scripts/code_npm.sh`); builds,
+//! minified files and type declarations are left out.
 //!
 //! With `--vendored DIR --originals DIR` it measures vendored copies instead: the files of a
 //! `_vendor` folder (pip's, say) against the same releases of the libraries from the package
@@ -62,8 +65,9 @@ fn home() -> PathBuf {
     PathBuf::from(std::env::var("HOME").unwrap_or_else(|_| "/root".into()))
 }
 
-/// The corpora: (name, language, roots, extensions).
-fn corpora() -> Vec<(&'static str, CodeLang, Vec<PathBuf>, Vec<&'static str>)> {
+/// The corpora: (name, language, roots, extensions). With `npm` (packages unpacked one per
+/// folder, as `scripts/code_npm.sh` fetches them), JavaScript and TypeScript too.
+fn corpora(npm: Option<&Path>) -> Vec<(&'static str, CodeLang, Vec<PathBuf>, Vec<&'static str>)> {
     let registry = home().join(".cargo/registry/src");
     let mut python = vec![PathBuf::from("/usr/lib/python3")];
     if let Ok(entries) = std::fs::read_dir("/usr/lib") {
@@ -79,7 +83,7 @@ fn corpora() -> Vec<(&'static str, CodeLang, Vec<PathBuf>, Vec<&'static str>)> {
         dirs.sort();
         python.extend(dirs);
     }
-    vec![
+    let mut out = vec![
         ("rust", CodeLang::Rust, vec![registry.clone()], vec!["rs"]),
         ("python", CodeLang::Python, python, vec!["py"]),
         (
@@ -88,26 +92,57 @@ fn corpora() -> Vec<(&'static str, CodeLang, Vec<PathBuf>, Vec<&'static str>)> {
             vec![PathBuf::from("/usr/include"), registry],
             vec!["c", "h"],
         ),
-    ]
+    ];
+    if let Some(npm) = npm {
+        out.push((
+            "javascript",
+            CodeLang::JavaScript,
+            vec![npm.to_owned()],
+            vec!["js"],
+        ));
+        out.push((
+            "typescript",
+            CodeLang::TypeScript,
+            vec![npm.to_owned()],
+            vec!["ts"],
+        ));
+    }
+    out
 }
 
-/// Up to `max` files of 1 to 40 KB that parse, at most two per directory, spread over the
-/// list (the list is sorted, so taking every n-th spreads over packages).
-fn pick(lang: CodeLang, roots: &[PathBuf], ext: &[&str], max: usize) -> Vec<(String, String)> {
+/// Whether a path is generated or bundled code rather than source someone wrote: builds
+/// (`dist/`, CommonJS and ES module builds), minified files, type declarations.
+fn generated(name: &str) -> bool {
+    [
+        "/dist/", "/cjs/", "/esm/", "/esm5/", "/min/", ".min.", ".d.ts", "/build/",
+    ]
+    .iter()
+    .any(|m| name.contains(m))
+}
+
+/// Up to `max` files of 1 to 40 KB that parse, at most `per_dir` per directory, spread over
+/// the list (the list is sorted, so taking every n-th spreads over packages).
+fn pick(
+    lang: CodeLang,
+    roots: &[PathBuf],
+    ext: &[&str],
+    max: usize,
+    per_dir: usize,
+) -> Vec<(String, String)> {
     let mut paths = Vec::new();
     for root in roots {
         walk(root, ext, &mut paths);
     }
-    let mut per_dir: HashMap<PathBuf, usize> = HashMap::new();
+    let mut taken: HashMap<PathBuf, usize> = HashMap::new();
     let mut out = Vec::new();
     let step = (paths.len() / (max * 3)).max(1);
     for path in paths.iter().step_by(step) {
         let name = path.to_string_lossy();
-        if name.contains("/.rustup/") || name.ends_with("parser.c") {
+        if name.contains("/.rustup/") || name.ends_with("parser.c") || generated(&name) {
             continue;
         }
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        if per_dir.get(&dir).copied().unwrap_or(0) >= 2 {
+        if taken.get(&dir).copied().unwrap_or(0) >= per_dir {
             continue;
         }
         let Ok(text) = std::fs::read_to_string(path) else {
@@ -124,7 +159,7 @@ fn pick(lang: CodeLang, roots: &[PathBuf], ext: &[&str], max: usize) -> Vec<(Str
         {
             continue;
         }
-        *per_dir.entry(dir).or_default() += 1;
+        *taken.entry(dir).or_default() += 1;
         out.push((name.into_owned(), text));
         if out.len() == max {
             break;
@@ -139,6 +174,8 @@ fn parser(lang: CodeLang) -> Parser {
         CodeLang::Rust => tree_sitter_rust::LANGUAGE.into(),
         CodeLang::Python => tree_sitter_python::LANGUAGE.into(),
         CodeLang::C => tree_sitter_c::LANGUAGE.into(),
+        CodeLang::JavaScript => tree_sitter_javascript::LANGUAGE.into(),
+        CodeLang::TypeScript => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
         other => panic!("no rewriter for {other:?}"),
     };
     p.set_language(&grammar).expect("grammar loads");
@@ -185,6 +222,10 @@ fn rewrite(source: &str, lang: CodeLang, rng: &mut Rng) -> String {
             (CodeLang::Rust, "function_item") => n.child_by_field_name("body"),
             (CodeLang::C, "function_definition") => n.child_by_field_name("body"),
             (CodeLang::Python, "function_definition") => n.child_by_field_name("body"),
+            (
+                CodeLang::JavaScript | CodeLang::TypeScript,
+                "function_declaration" | "method_definition" | "function_expression",
+            ) => n.child_by_field_name("body"),
             _ => None,
         };
         let Some(body) = body else { continue };
@@ -198,7 +239,7 @@ fn rewrite(source: &str, lang: CodeLang, rng: &mut Rng) -> String {
                 let col = body.start_position().column;
                 edits.push((at, at, format!("trace_{k} = {k}\n{}", " ".repeat(col))));
             }
-            CodeLang::Rust => {
+            CodeLang::Rust | CodeLang::JavaScript | CodeLang::TypeScript => {
                 let at = body.start_byte() + 1;
                 edits.push((at, at, format!(" let _trace_{k} = {k};")));
             }
@@ -254,6 +295,7 @@ fn reverse_functions(source: &str, lang: CodeLang) -> String {
     let root = tree.root_node();
     let function = match lang {
         CodeLang::Rust => "function_item",
+        CodeLang::JavaScript | CodeLang::TypeScript => "function_declaration",
         _ => "function_definition",
     };
     let mut cursor = root.walk();
@@ -378,8 +420,21 @@ fn main() {
     println!(
         "corpus | mode | width | files | true pairs: distance | recall at P>=0.99 (k, J) | P, R at k {rule_k}, J {rule_t}"
     );
-    for (name, lang, roots, ext) in corpora() {
-        let picked = pick(lang, &roots, &ext, files * 2);
+    let only: Option<Vec<String>> =
+        arg("--corpora").map(|s| s.split(',').map(str::to_owned).collect());
+    let npm = arg("--npm").map(PathBuf::from);
+    for (name, lang, roots, ext) in corpora(npm.as_deref()) {
+        if only.as_ref().is_some_and(|o| !o.iter().any(|c| c == name)) {
+            continue;
+        }
+        // A few npm packages hold a language's files in a few folders (rxjs's operators):
+        // more per folder there, two elsewhere (thousands of packages).
+        let per_dir = if matches!(lang, CodeLang::JavaScript | CodeLang::TypeScript) {
+            12
+        } else {
+            2
+        };
+        let picked = pick(lang, &roots, &ext, files * 2, per_dir);
         // Leave out files that are already near copies of a kept one (code Jaccard >= 0.3
         // at width 6), so that the truth's negatives are distinct files.
         let probe = SimHasher::builder()
@@ -453,7 +508,9 @@ fn main() {
             }
         }
     }
-    releases(rule_k, rule_t);
+    if only.is_none() {
+        releases(rule_k, rule_t);
+    }
 }
 
 /// Two releases of the same crates in the cargo registry, a real recrawl of code: the files
