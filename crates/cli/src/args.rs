@@ -12,7 +12,9 @@ pub use self::input::{
     parse_field_weight, InputArgs, InputFormat, DEFAULT_CLASS_FIELD, DEFAULT_HOST_FIELD,
     DEFAULT_ID_FIELD, DEFAULT_TIME_FIELD, DEFAULT_URL_FIELD,
 };
-pub use self::profile::{FeaturesName, ProfileArgs, ProfileName, TokensName, WeightingName};
+pub use self::profile::{
+    CodeChoice, FeaturesName, ProfileArgs, ProfileName, TokensName, WeightingName,
+};
 pub use self::rule::{LinkageName, RuleArgs, ShortTextName};
 pub use self::scoring::ScoringArgs;
 pub use self::size::parse_size;

@@ -1160,6 +1160,105 @@ fn disguised(source: &str) -> String {
 }
 
 #[test]
+fn code_lang_auto_reads_each_file_as_its_own_language() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let rust = std::fs::read_to_string(root.join("crates/neardup/src/index/linear.rs")).unwrap();
+    let python = std::fs::read_to_string(root.join("scripts/semantic/docstrings.py")).unwrap();
+    // A Python copy with its functions and variables renamed (indentation kept).
+    let mut renamed_python = python.clone();
+    for (from, to) in [
+        ("walk", "crawl"),
+        ("docs", "texts"),
+        ("visit", "see"),
+        ("node", "n"),
+        ("name", "label"),
+        ("root", "top"),
+    ] {
+        renamed_python = renamed_python.replace(from, to);
+    }
+    let input = dir.path().join("in");
+    std::fs::create_dir_all(input.join("py")).unwrap();
+    write(&input, "linear.rs", &rust);
+    write(&input, "renamed.rs", disguised(&rust));
+    write(&input.join("py"), "docstrings.py", &python);
+    write(&input.join("py"), "renamed.py", &renamed_python);
+    write(
+        &input,
+        "notes.txt",
+        "Not source code: left out in code mode.",
+    );
+
+    let run = cmd(
+        dir.path(),
+        "dedup in --features code --code-lang auto --out auto --store auto.db",
+    );
+    run.assert_ok();
+    assert_contains(&run.stderr, "by --code-lang auto");
+    let r = report(&dir.path().join("auto"));
+    assert_eq!(r["input_records"], 4, "{r}");
+    assert_eq!(
+        r["code_fallbacks"], 0,
+        "each file parsed as its own language: {r}"
+    );
+    assert!(
+        r["rule"]["profile"]
+            .as_str()
+            .unwrap()
+            .ends_with("/tok=code-auto"),
+        "{r}"
+    );
+    let merges = lines(&dir.path().join("auto/merges.jsonl"));
+    let mut pairs: Vec<(String, String)> = merges
+        .iter()
+        .map(|m| {
+            let mut p = [
+                m["kept"].as_str().unwrap().to_owned(),
+                m["merged"].as_str().unwrap().to_owned(),
+            ];
+            p.sort();
+            (p[0].clone(), p[1].clone())
+        })
+        .collect();
+    pairs.sort();
+    assert_eq!(
+        pairs,
+        [
+            ("linear.rs".to_owned(), "renamed.rs".to_owned()),
+            ("py/docstrings.py".to_owned(), "py/renamed.py".to_owned())
+        ],
+        "{merges:?}"
+    );
+
+    // explain reads two files of one language as that language.
+    let explain = |lang: &str| {
+        cmd(
+            dir.path(),
+            &format!(
+                "explain --features code --code-lang {lang} --json in/linear.rs in/renamed.rs"
+            ),
+        )
+        .json()
+    };
+    let (auto, rust) = (explain("auto"), explain("rust"));
+    assert!(
+        rust["distance"].is_u64() && rust["shared_shingles"].as_u64() > Some(100),
+        "{rust}"
+    );
+    assert_eq!(auto["distance"], rust["distance"], "{auto}");
+    assert_eq!(auto["shared_shingles"], rust["shared_shingles"], "{auto}");
+    assert_eq!(auto["jaccard"], rust["jaccard"], "{auto}");
+
+    // One language reads only its files.
+    let run = cmd(
+        dir.path(),
+        "dedup in --features code --code-lang python --out py --store py.db",
+    );
+    run.assert_ok();
+    assert_eq!(report(&dir.path().join("py"))["input_records"], 2);
+}
+
+#[test]
 fn code_mode_reads_a_directorys_sources_and_merges_a_renamed_copy_word_mode_misses() {
     let dir = tempfile::tempdir().unwrap();
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../neardup/src");

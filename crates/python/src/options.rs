@@ -122,10 +122,10 @@ impl ProfileOptions {
             ("jieba", _) => Some(TokenRule::UnicodeJieba),
             ("chars", _) => Some(TokenRule::Characters),
             (other, _) => match TokenRule::parse(other) {
-                Some(code @ TokenRule::Code(_)) => Some(code),
+                Some(code @ (TokenRule::Code(_) | TokenRule::CodeAuto)) => Some(code),
                 _ => {
                     return Err(PyValueError::new_err(format!(
-                        "tokens {other:?}: expected \"words\", \"jieba\", \"chars\" or \"code-LANG\" (source code: code-rust, code-python, code-javascript, code-typescript, code-tsx, code-c, code-cpp, code-java or code-go)"
+                        "tokens {other:?}: expected \"words\", \"jieba\", \"chars\" or \"code-LANG\" (source code: code-rust, code-python, code-javascript, code-typescript, code-tsx, code-c, code-cpp, code-java, code-go, or code-auto: each record's language by its id's file extension)"
                     )))
                 }
             },

@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
+use super::profile::CodeChoice;
 use clap::{Args, ValueEnum};
-use neardup::text::CodeLang;
 
 /// Where documents come from and how they are laid out.
 ///
@@ -66,9 +66,9 @@ pub struct InputArgs {
     #[arg(long = "field-weight", value_name = "NAME=N", value_parser = parse_field_weight)]
     pub field_weights: Vec<(String, u32)>,
     /// With `--features code`: the language whose source files are the documents of input
-    /// directories (instead of .txt and .html files).
+    /// directories (instead of .txt and .html files); with `auto`, every language's.
     #[arg(skip)]
-    pub code_lang: Option<CodeLang>,
+    pub code_lang: Option<CodeChoice>,
 }
 
 /// The default of --id-field.

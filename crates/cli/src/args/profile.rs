@@ -45,14 +45,54 @@ pub struct ProfileArgs {
     #[arg(long, value_enum, default_value_t = FeaturesName::Words)]
     pub features: FeaturesName,
     /// The language of --features code: rust, python, javascript, typescript, tsx, c, cpp,
-    /// java or go.
+    /// java or go; or `auto`: each record's own, by the file extension of its path (a
+    /// directory's files, or a JSON record's id, else its URL), so one store holds several
+    /// languages (a record whose language is unknown is read as words).
     #[arg(long, value_name = "LANG", value_parser = parse_code_lang)]
-    pub code_lang: Option<CodeLang>,
+    pub code_lang: Option<CodeChoice>,
+}
+
+/// The language(s) of `--features code`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CodeChoice {
+    /// One language.
+    Lang(CodeLang),
+    /// Each record's own, by its path's extension.
+    Auto,
+}
+
+impl CodeChoice {
+    /// The name `--code-lang` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            CodeChoice::Lang(lang) => lang.name(),
+            CodeChoice::Auto => "auto",
+        }
+    }
+
+    /// Parses [`name`](Self::name)'s names.
+    pub fn parse(s: &str) -> Option<CodeChoice> {
+        if s == "auto" {
+            return Some(CodeChoice::Auto);
+        }
+        CodeLang::parse(s).map(CodeChoice::Lang)
+    }
+
+    /// Whether `path` is a source file of this choice (C headers count for C++ too).
+    pub fn reads(self, path: &str) -> bool {
+        let of = CodeLang::from_path(path);
+        match self {
+            CodeChoice::Auto => of.is_some(),
+            CodeChoice::Lang(lang) => {
+                of == Some(lang) || (lang == CodeLang::Cpp && of == Some(CodeLang::C))
+            }
+        }
+    }
 }
 
 impl ProfileArgs {
     /// The language of `--features code` (`None` with words).
-    pub fn code(&self) -> Option<CodeLang> {
+    pub fn code(&self) -> Option<CodeChoice> {
         self.code_lang
             .filter(|_| self.features == FeaturesName::Code)
     }
@@ -67,11 +107,11 @@ pub enum FeaturesName {
     Code,
 }
 
-fn parse_code_lang(s: &str) -> Result<CodeLang, String> {
-    CodeLang::parse(s).ok_or_else(|| {
+fn parse_code_lang(s: &str) -> Result<CodeChoice, String> {
+    CodeChoice::parse(s).ok_or_else(|| {
         let names: Vec<&str> = CodeLang::ALL.iter().map(|l| l.name()).collect();
         format!(
-            "{s:?} is not a language code mode parses ({})",
+            "{s:?} is not a language code mode parses ({}, or auto)",
             names.join(", ")
         )
     })

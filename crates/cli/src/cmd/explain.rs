@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use clap::Args;
 use neardup::store::StoredRecord;
+use neardup::text::{CodeLang, TokenRule};
 use neardup::tune::{
     band_matches, decide, layout_for, shingle_diff, table_matches, RecordFacts, ShingleDiff,
     TableMatch, Verdict,
@@ -191,6 +192,20 @@ pub fn run(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
     let store = match &args.store {
         Some(path) => Some(open_store(path, &profile)?),
         None => None,
+    };
+    // With --code-lang auto, two files of one language are read as that language (the
+    // extension says it, as when dedup reads a directory: the same fingerprints); files of
+    // two languages, or of none, are read as words.
+    let hasher = match (hasher.token_rule(), args.id) {
+        (TokenRule::CodeAuto, false) => {
+            match (CodeLang::from_path(&args.a), CodeLang::from_path(&args.b)) {
+                (Some(x), Some(y)) if x == y => super::hasher_builder(&args.scoring.profile)?
+                    .tokens(TokenRule::Code(x))
+                    .build()?,
+                _ => hasher,
+            }
+        }
+        _ => hasher,
     };
     let mut view = StoredView {
         records: 0,

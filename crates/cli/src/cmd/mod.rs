@@ -28,7 +28,8 @@ use neardup::{
 };
 
 use crate::args::{
-    Cli, Command, FeaturesName, ProfileArgs, ProfileName, RuleArgs, TokensName, WeightingName,
+    Cli, CodeChoice, Command, FeaturesName, ProfileArgs, ProfileName, RuleArgs, TokensName,
+    WeightingName,
 };
 
 /// Opens the store named on the command line and the pipeline over it.
@@ -201,7 +202,7 @@ pub fn hasher_builder(p: &ProfileArgs) -> anyhow::Result<SimHasherBuilder> {
 pub fn token_rule(p: &ProfileArgs) -> anyhow::Result<Option<TokenRule>> {
     match (p.features, p.code_lang, p.tokens, p.profile) {
         (FeaturesName::Code, None, ..) => {
-            bail!("--features code needs --code-lang (rust, python, javascript, typescript, tsx, c, cpp, java or go)")
+            bail!("--features code needs --code-lang (rust, python, javascript, typescript, tsx, c, cpp, java, go, or auto)")
         }
         (FeaturesName::Code, Some(_), tokens, _) if tokens != TokensName::Words => {
             bail!("--tokens applies to --features words; code is read as its syntax tree")
@@ -209,7 +210,8 @@ pub fn token_rule(p: &ProfileArgs) -> anyhow::Result<Option<TokenRule>> {
         (FeaturesName::Code, Some(_), _, ProfileName::Blake2b) => {
             bail!("--features code applies to the xxh3 profile; blake2b reads words as seed 000's Python does")
         }
-        (FeaturesName::Code, Some(lang), ..) => Ok(Some(TokenRule::Code(lang))),
+        (FeaturesName::Code, Some(CodeChoice::Lang(lang)), ..) => Ok(Some(TokenRule::Code(lang))),
+        (FeaturesName::Code, Some(CodeChoice::Auto), ..) => Ok(Some(TokenRule::CodeAuto)),
         (FeaturesName::Words, Some(_), ..) => bail!("--code-lang applies to --features code"),
         (FeaturesName::Words, None, TokensName::Words, _) => Ok(None),
         (FeaturesName::Words, None, _, ProfileName::Blake2b) => bail!(

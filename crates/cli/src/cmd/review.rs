@@ -235,7 +235,7 @@ impl ReviewInput {
         args.code_lang = self
             .code_lang
             .as_deref()
-            .and_then(neardup::text::CodeLang::parse);
+            .and_then(crate::args::CodeChoice::parse);
         args.resolve()?;
         Ok(Some(args))
     }

@@ -4,11 +4,9 @@ use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use neardup::text::CodeLang;
-
 use super::open::{io_reason, COMPRESSED};
 use crate::args::{
-    InputArgs, InputFormat, DEFAULT_CLASS_FIELD, DEFAULT_HOST_FIELD, DEFAULT_ID_FIELD,
+    CodeChoice, InputArgs, InputFormat, DEFAULT_CLASS_FIELD, DEFAULT_HOST_FIELD, DEFAULT_ID_FIELD,
     DEFAULT_TIME_FIELD, DEFAULT_URL_FIELD,
 };
 
@@ -183,9 +181,12 @@ pub fn skipped_note(skipped: &[PathBuf], args: &InputArgs) -> Option<String> {
     let code;
     let read = match (args.jsonl, args.code_lang) {
         (true, _) => ".jsonl, .ndjson and .json files are read",
-        (false, Some(lang)) => {
+        (false, Some(CodeChoice::Lang(lang))) => {
             code = format!("{} source files are read, by --features code", lang.name());
             &code
+        }
+        (false, Some(CodeChoice::Auto)) => {
+            "source files of every language code mode parses are read, by --code-lang auto"
         }
         (false, None) => ".txt, .html and .htm files are read",
     };
@@ -234,12 +235,9 @@ pub fn total_bytes(args: &InputArgs) -> Option<u64> {
 
 /// Whether a file in a directory is a document the directory reader reads as one: a source
 /// file of `code`'s language (C headers count for C++), or else text and HTML.
-fn is_document(p: &Path, code: Option<CodeLang>) -> bool {
+fn is_document(p: &Path, code: Option<CodeChoice>) -> bool {
     match code {
-        Some(lang) => {
-            let of = CodeLang::from_path(&p.to_string_lossy());
-            of == Some(lang) || (lang == CodeLang::Cpp && of == Some(CodeLang::C))
-        }
+        Some(choice) => choice.reads(&p.to_string_lossy()),
         None => is_html(p) || extension(p).as_deref() == Some("txt"),
     }
 }

@@ -26,6 +26,7 @@ use crate::text::shingle::{fmix64, shingle_hashes, text_token_hashes, token_hash
 use crate::text::sort::sort_distinct;
 use crate::text::tokenize::{for_each_token, TokenRule};
 use crate::text::Boilerplate;
+use crate::text::CodeLang;
 use crate::{Error, Result};
 use vote::{count_ones, BitCounts, WeightedVote};
 
@@ -148,17 +149,29 @@ pub struct Field<'a> {
     pub text: &'a str,
     /// The weight of each of its shingles, at least 1.
     pub weight: u32,
+    /// The programming language of its text, read by [`TokenRule::CodeAuto`] (other token
+    /// rules ignore it).
+    pub code_lang: Option<CodeLang>,
 }
 
 impl<'a> Field<'a> {
     /// A field of weight 1.
     pub fn new(text: &'a str) -> Self {
-        Field { text, weight: 1 }
+        Field::weighted(text, 1)
     }
 
     /// A field of the given weight.
     pub fn weighted(text: &'a str, weight: u32) -> Self {
-        Field { text, weight }
+        Field {
+            text,
+            weight,
+            code_lang: None,
+        }
+    }
+
+    /// The field with its text's programming language (see [`TokenRule::CodeAuto`]).
+    pub fn with_code_lang(self, code_lang: Option<CodeLang>) -> Self {
+        Field { code_lang, ..self }
     }
 }
 
@@ -430,7 +443,7 @@ impl SimHasher {
 
     /// [`shingle_set`](Self::shingle_set) with reusable buffers, for loops.
     pub fn shingle_set_with(&self, text: &str, scratch: &mut Scratch) -> Vec<u64> {
-        self.field_shingles(text, scratch);
+        self.field_shingles(Field::new(text), scratch);
         sort_distinct(&mut scratch.field, &mut scratch.sort);
         // A copy of exactly the set's size; the buffer stays for the next text.
         scratch.field.clone()
@@ -447,7 +460,7 @@ impl SimHasher {
     ) -> std::sync::Arc<[u64]> {
         scratch.all_shingles.clear();
         for text in texts {
-            self.field_shingles(text, scratch);
+            self.field_shingles(Field::new(text), scratch);
             scratch.all_shingles.extend_from_slice(&scratch.field);
         }
         scratch.distinct.clear();
@@ -515,7 +528,8 @@ impl SimHasher {
 
     /// Fills `scratch.tokens` with the token hashes of one field (and, for the Python
     /// profile, `scratch.strs` with each token's place in `scratch.normalized`).
-    fn field_tokens(&self, text: &str, scratch: &mut Scratch) {
+    fn field_tokens(&self, field: Field<'_>, scratch: &mut Scratch) {
+        let text = field.text;
         scratch.tokens.clear();
         match (self.hash, self.tokens) {
             (HashAlgo::Xxh3, TokenRule::Characters) => {
@@ -526,10 +540,16 @@ impl SimHasher {
                     &mut scratch.tokens,
                 );
             }
-            (HashAlgo::Xxh3, TokenRule::Code(lang)) => {
+            (HashAlgo::Xxh3, rule @ (TokenRule::Code(_) | TokenRule::CodeAuto)) => {
+                let lang = match rule {
+                    TokenRule::Code(lang) => Some(lang),
+                    _ => field.code_lang,
+                };
                 let tokens = &mut scratch.tokens;
-                let parsed = crate::text::code::for_each_code_token(text, lang, |t| {
-                    tokens.push(token_hash(t.as_bytes()));
+                let parsed = lang.is_some_and(|lang| {
+                    crate::text::code::for_each_code_token(text, lang, |t| {
+                        tokens.push(token_hash(t.as_bytes()));
+                    })
                 });
                 if !parsed {
                     // Not code of that language: its words, as the default profile reads them.
@@ -564,9 +584,9 @@ impl SimHasher {
 
     /// Fills `scratch.tokens` and `scratch.field` with the token and shingle hashes of one
     /// field (in order).
-    fn field_shingles(&self, text: &str, scratch: &mut Scratch) {
+    fn field_shingles(&self, field: Field<'_>, scratch: &mut Scratch) {
         scratch.field.clear();
-        self.field_tokens(text, scratch);
+        self.field_tokens(field, scratch);
         match self.hash {
             HashAlgo::Xxh3 => {
                 shingle_hashes(&scratch.tokens, self.shingle_width, &mut scratch.field);
@@ -647,7 +667,7 @@ impl SimHasher {
         let longest = (0..fields.len()).max_by_key(|&i| fields[i].text.len());
         if self.stopwords {
             if let Some(i) = longest {
-                self.field_tokens(fields[i].text, scratch);
+                self.field_tokens(fields[i], scratch);
                 scratch.language = self.language_of(fields[i].text, &scratch.tokens);
             }
         }
@@ -674,7 +694,7 @@ impl SimHasher {
             if i > 0 {
                 scratch.all_tokens.push(FIELD_SEPARATOR);
             }
-            self.field_shingles(field.text, scratch);
+            self.field_shingles(*field, scratch);
             // The record's tokens, for its content hash and word count. Only here: sets
             // made for boilerplate learning reuse one scratch for many pages, and appending
             // there grew this buffer without end (a tenth of the learning pass's CPU went

@@ -92,7 +92,7 @@ impl SimHasher {
             if i > 0 {
                 scratch.all_tokens.push(FIELD_SEPARATOR);
             }
-            self.field_shingles(field.text, scratch);
+            self.field_shingles(*field, scratch);
             scratch.all_tokens.extend_from_slice(&scratch.tokens);
             if self.detect_language && Some(i) == longest {
                 language = self.language_of(field.text, &scratch.tokens);

@@ -572,6 +572,48 @@ fn a_finished_pre_analysis_reads_the_language_of_the_longest_field() {
 }
 
 #[test]
+fn code_auto_reads_each_field_as_its_language_and_falls_back_to_words_without_one() {
+    use crate::text::CodeLang;
+    let auto = SimHasher::builder()
+        .tokens(TokenRule::CodeAuto)
+        .build()
+        .expect("a valid profile");
+    let profile = auto.profile();
+    assert!(profile.to_string().ends_with("/tok=code-auto"), "{profile}");
+    assert_eq!(profile.to_string().parse::<Profile>().ok(), Some(profile));
+    let python = SimHasher::builder()
+        .tokens(TokenRule::Code(CodeLang::Python))
+        .build()
+        .expect("a valid profile");
+    let source =
+        "def total(items):\n    s = 0\n    for x in items:\n        s += x * 2\n    return s\n";
+    let run = |h: &SimHasher, f: Field<'_>| {
+        let a = h.analyze(&[f], None, &mut Scratch::default()).unwrap();
+        (a.fingerprint.value(), a.code_fallback)
+    };
+    // With its language, a field is read as the one-language profile reads it.
+    let (as_python, fell_back) = run(
+        &auto,
+        Field::new(source).with_code_lang(Some(CodeLang::Python)),
+    );
+    assert!(!fell_back);
+    assert_eq!(as_python, run(&python, Field::new(source)).0);
+    // Another language's grammar gives other tokens (or none: words).
+    assert_ne!(
+        as_python,
+        run(
+            &auto,
+            Field::new(source).with_code_lang(Some(CodeLang::Rust))
+        )
+        .0
+    );
+    // Without one, words, flagged as a fallback.
+    let (words, fell_back) = run(&auto, Field::new(source));
+    assert!(fell_back);
+    assert_eq!(words, fp(source).value());
+}
+
+#[test]
 fn code_mode_profiles_round_trip_and_prose_falls_back_to_words() {
     let code = SimHasher::builder()
         .tokens(TokenRule::Code(crate::text::CodeLang::Python))

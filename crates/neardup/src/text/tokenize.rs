@@ -30,6 +30,13 @@ pub enum TokenRule {
     /// ([`code_tokens`](super::code_tokens)), parsed from the text as it is (not
     /// normalised); a text that does not parse falls back to [`TokenRule::Unicode`] words.
     Code(super::CodeLang),
+    /// Source code in each field's own language ([`Field::code_lang`], which the pipeline
+    /// takes from the record's id or URL: `src/main.rs` is Rust), so a directory of several
+    /// languages is one corpus; a field with no language, or one that does not parse as
+    /// its language, falls back to [`TokenRule::Unicode`] words.
+    ///
+    /// [`Field::code_lang`]: crate::Field::code_lang
+    CodeAuto,
 }
 
 impl TokenRule {
@@ -51,6 +58,7 @@ impl TokenRule {
                 super::CodeLang::Java => "code-java",
                 super::CodeLang::Go => "code-go",
             },
+            TokenRule::CodeAuto => "code-auto",
         }
     }
 
@@ -61,6 +69,7 @@ impl TokenRule {
             "jieba" => TokenRule::UnicodeJieba,
             "python-words" => TokenRule::PythonWord,
             "chars" => TokenRule::Characters,
+            "code-auto" => TokenRule::CodeAuto,
             _ => TokenRule::Code(super::CodeLang::parse(name.strip_prefix("code-")?)?),
         })
     }
@@ -164,7 +173,8 @@ fn classify_slow(c: char, rule: TokenRule) -> Class {
         TokenRule::Unicode
         | TokenRule::UnicodeJieba
         | TokenRule::Characters
-        | TokenRule::Code(_) => {
+        | TokenRule::Code(_)
+        | TokenRule::CodeAuto => {
             let joiner = matches!(
                 get_general_category(c),
                 Gc::NonspacingMark | Gc::SpacingMark | Gc::EnclosingMark
@@ -316,7 +326,8 @@ pub fn tokens(text: &str, rule: TokenRule) -> Vec<String> {
         TokenRule::Unicode
         | TokenRule::UnicodeJieba
         | TokenRule::Characters
-        | TokenRule::Code(_) => super::normalize(text).into_owned(),
+        | TokenRule::Code(_)
+        | TokenRule::CodeAuto => super::normalize(text).into_owned(),
         TokenRule::PythonWord => {
             let mut s = String::new();
             super::normalize::normalize_python_into(text, &mut s);

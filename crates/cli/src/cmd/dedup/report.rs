@@ -178,7 +178,10 @@ pub(super) fn finish(run: Run<'_>) -> anyhow::Result<ExitCode> {
             eprintln!(
                 "neardup: {} records did not parse as {} and were read as words (code_fallbacks in report.json)",
                 c.code_fallbacks,
-                args.profile.code().map_or("code", |l| l.name())
+                match args.profile.code() {
+                    Some(crate::args::CodeChoice::Lang(lang)) => lang.name(),
+                    _ => "code of their language (or have none code mode parses)",
+                }
             );
         }
         for g in &check.suspicious {
