@@ -414,6 +414,18 @@ fn people_label_pairs_with_the_keyboard_and_the_labels_reach_the_store_the_plot_
             .await
             .unwrap();
         until(&client, "document.getElementById('dry-result').textContent.includes('would split')", "the dry run").await;
+        // At a stricter threshold some merges would split; applying them redraws the queue.
+        let j = client.find(Locator::Id("dry-j")).await.unwrap();
+        j.clear().await.unwrap();
+        j.send_keys("0.97\u{E007}").await.unwrap(); // Enter submits the form
+        until(&client, "document.getElementById('apply') !== null", "the apply button").await;
+        client
+            .execute("window.confirm = () => true;", vec![])
+            .await
+            .unwrap();
+        client.find(Locator::Id("apply")).await.unwrap().click().await.unwrap();
+        until(&client, "document.getElementById('status').textContent.startsWith('Applied')", "the applied changes").await;
+        assert!(text(&client, "dry-result").await.contains("did split"));
 
         // Every control has a name a screen reader reads; the status is announced.
         let unnamed = client

@@ -492,14 +492,14 @@ fn review_paths(s: &Settings) -> Value {
             (500, internal())
         ])},
         "/v1/review/reevaluate": {"post": operation(s, false, json!({
-            "operationId": "reevaluateDryRun",
-            "summary": "A dry run of `neardup reevaluate`: what would change under other thresholds. Nothing is written.",
+            "operationId": "reevaluate",
+            "summary": "`neardup reevaluate` under other thresholds: what would change (nothing is written), or with `apply` the changes applied, durably (merges that fail split, rejected candidates that pass merge) and the review queue drawn again.",
             "requestBody": {"required": true, "content": {"application/json": {"schema": {
                 "type": "object", "additionalProperties": false, "required": ["max_distance", "min_jaccard"],
-                "properties": {"max_distance": {"type": "integer", "minimum": 0, "maximum": 64}, "min_jaccard": {"type": "number", "minimum": 0, "maximum": 1}}
+                "properties": {"max_distance": {"type": "integer", "minimum": 0, "maximum": 64}, "min_jaccard": {"type": "number", "minimum": 0, "maximum": 1}, "apply": {"type": "boolean", "default": false}}
             }}}}
         }), [
-            (200, ok("The changes (the first 200 listed, all counted).", json!({"type": "object"}))),
+            (200, ok("The changes (the first 200 listed, all counted; `applied`: how many were applied, null for a dry run).", json!({"type": "object"}))),
             (400, invalid()),
             (413, too_large()),
             (415, not_json()),

@@ -265,22 +265,46 @@ async function loadSummary() {
   }
 }
 
+function changesTable(r) {
+  const what = r.applied == null ? "would" : "did";
+  const table = el("table", {}, el("caption", {}, `${r.splits} merges ${what} split, ${r.merges} rejected candidates ${what} merge (${r.not_applicable} not automatically).`));
+  table.append(el("tr", {}, ...["change", "record", "other", "bits", "Jaccard"].map((h) => el("th", { scope: "col" }, h))));
+  for (const c of r.changes.slice(0, 50)) {
+    table.append(el("tr", {}, el("td", {}, c.change), el("td", {}, c.record), el("td", {}, c.other), el("td", {}, String(c.distance)), el("td", {}, c.jaccard.toFixed(3))));
+  }
+  return table;
+}
+
+function thresholds() {
+  return { max_distance: Number($("dry-k").value), min_jaccard: Number($("dry-j").value) };
+}
+
 async function dryRun(event) {
   event.preventDefault();
-  const body = { max_distance: Number($("dry-k").value), min_jaccard: Number($("dry-j").value) };
   const out = $("dry-result");
   out.textContent = "Running…";
   try {
+    const body = thresholds();
     const r = await api("POST", "/v1/review/reevaluate", body);
-    const table = el("table", {}, el("caption", {}, `${r.splits} merges would split, ${r.merges} rejected candidates would merge (${r.not_applicable} not automatically).`));
-    table.append(el("tr", {}, ...["change", "record", "other", "bits", "Jaccard"].map((h) => el("th", { scope: "col" }, h))));
-    for (const c of r.changes.slice(0, 50)) {
-      table.append(el("tr", {}, el("td", {}, c.change), el("td", {}, c.record), el("td", {}, c.other), el("td", {}, String(c.distance)), el("td", {}, c.jaccard.toFixed(3))));
+    const parts = [changesTable(r)];
+    if (r.splits + r.merges > 0) {
+      const apply = el("button", { type: "button", id: "apply" }, `Apply at max distance ${body.max_distance}, min Jaccard ${body.min_jaccard}`);
+      apply.addEventListener("click", () => applyChanges(body).catch(fail));
+      parts.push(apply);
     }
-    out.replaceChildren(table, el("p", {}, "To apply: " + r.apply));
+    out.replaceChildren(...parts);
   } catch (e) {
     out.textContent = "The dry run failed: " + e.message;
   }
+}
+
+async function applyChanges(body) {
+  if (!window.confirm(`Apply reevaluate at max distance ${body.max_distance} and min Jaccard ${body.min_jaccard} to the store? Merges that fail are split.`)) return;
+  const r = await api("POST", "/v1/review/reevaluate", { ...body, apply: true });
+  $("dry-result").replaceChildren(changesTable(r), el("p", {}, `Applied ${r.applied} changes. The server keeps deciding with the thresholds it was started with: restart it with --max-distance ${body.max_distance} --min-jaccard ${body.min_jaccard} to keep them.`));
+  await loadQueue(true);
+  await loadSummary();
+  status(`Applied ${r.applied} changes.`);
 }
 
 async function exportLabels(event) {

@@ -574,12 +574,15 @@ fn summary(
     Ok(out)
 }
 
-/// A dry run of `reevaluate`.
+/// `reevaluate` under other thresholds: a dry run, or applied.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ReevaluateIn {
     max_distance: u32,
     min_jaccard: f64,
+    /// Apply the changes (as `neardup reevaluate --apply`), not only list them.
+    #[serde(default)]
+    apply: bool,
 }
 
 async fn post_reevaluate(
@@ -606,11 +609,32 @@ async fn post_reevaluate(
             format!("max_distance {} is beyond 64 bits", input.max_distance),
         ));
     }
-    let changes = read(&app, Cost::Long, move |d| {
-        d.reevaluate(input.max_distance, input.min_jaccard)
-    })
-    .await?
-    .map_err(|e| ApiError::internal(format!("re-evaluating: {e}")))?;
+    let (k, j) = (input.max_distance, input.min_jaccard);
+    let (changes, applied) = if input.apply {
+        // Decided and applied under the write lock, so that nothing commits in between.
+        let (deduper, spec) = (app.deduper.clone(), app.review.spec);
+        let done = tokio::task::spawn_blocking(move || {
+            let mut d = deduper.write();
+            let changes = d.reevaluate(k, j)?;
+            let applied = d.apply_changes(&changes, Timestamp::now())?;
+            let queue = review::review_queue(d.store(), &spec);
+            Ok::<_, neardup::Error>((changes, applied, queue))
+        })
+        .await
+        .map_err(|e| ApiError::internal(format!("writer failed: {e}")))?
+        .map_err(|e| ApiError::internal(format!("applying the changes: {e}")))?;
+        let (changes, applied, queue) = done;
+        // The queue is drawn again: merges were split and made.
+        if let Ok(queue) = queue {
+            *app.review.queue.write() = Arc::new(queue);
+        }
+        (changes, Some(applied))
+    } else {
+        let changes = read(&app, Cost::Long, move |d| d.reevaluate(k, j))
+            .await?
+            .map_err(|e| ApiError::internal(format!("re-evaluating: {e}")))?;
+        (changes, None)
+    };
     let (mut splits, mut merges, mut blocked) = (0u64, 0u64, 0u64);
     let mut listed = Vec::new();
     for c in &changes {
@@ -647,7 +671,6 @@ async fn post_reevaluate(
         "max_distance": input.max_distance, "min_jaccard": input.min_jaccard,
         "splits": splits, "merges": merges, "not_applicable": blocked,
         "changes": listed, "truncated": changes.len() > listed.len(),
-        "apply": format!("neardup reevaluate --store STORE --distance {} --jaccard {} --apply (with the server stopped)",
-            input.max_distance, input.min_jaccard),
+        "applied": applied,
     })))
 }
