@@ -501,3 +501,90 @@ fn people_label_pairs_with_the_keyboard_and_the_labels_reach_the_store_the_plot_
     tune.assert_ok();
     assert!(tune.stdout.contains("recommend"), "{}", tune.stdout);
 }
+
+#[test]
+fn reevaluate_lists_the_changes_applies_them_and_review_prints_the_strata() {
+    let dir = tempfile::tempdir().unwrap();
+    store(dir.path());
+    let args = [
+        "reevaluate",
+        "--store",
+        "s.db",
+        "--jaccard",
+        "0.97",
+        "--distance",
+        "16",
+    ];
+    let dry = neardup(dir.path(), &args);
+    dry.assert_ok();
+    let lines: Vec<&str> = dry.stdout.lines().collect();
+    assert_eq!(lines[0], "change\trecord\tother\tdistance\tjaccard\tnote");
+    let splits = lines.iter().filter(|l| l.starts_with("split\t")).count();
+    assert!(splits > 0, "{}", dry.stdout);
+    for l in &lines[1..] {
+        let jaccard: f64 = l.split('\t').nth(4).unwrap().parse().unwrap();
+        if l.starts_with("split") {
+            assert!(jaccard < 0.97, "{l}");
+        }
+    }
+    assert!(dry.stderr.contains("nothing written"), "{}", dry.stderr);
+    let applied = neardup(dir.path(), &[&args[..], &["--apply"]].concat());
+    applied.assert_ok();
+    assert!(
+        applied.stderr.contains("neardup: applied"),
+        "{}",
+        applied.stderr
+    );
+    let again = neardup(dir.path(), &args);
+    assert_eq!(
+        again
+            .stdout
+            .lines()
+            .filter(|l| l.starts_with("split"))
+            .count(),
+        0
+    );
+    let bad = neardup(
+        dir.path(),
+        &[
+            "reevaluate",
+            "--store",
+            "s.db",
+            "--jaccard",
+            "1.5",
+            "--distance",
+            "3",
+        ],
+    );
+    assert_ne!(bad.code, 0);
+    assert!(bad.stderr.contains("--jaccard 1.5"), "{}", bad.stderr);
+
+    // review: CSV of the strata, every row's stratum and scores in its band.
+    let review = neardup(
+        dir.path(),
+        &[
+            "review",
+            "--store",
+            "s.db",
+            "--threshold",
+            "0.9",
+            "--random",
+            "5",
+        ],
+    );
+    review.assert_ok();
+    let rows: Vec<&str> = review.stdout.lines().collect();
+    assert_eq!(rows[0], "stratum,a,b,distance,jaccard,kept,at,verdict");
+    assert!(
+        rows[1..].iter().any(|r| r.starts_with("random,")),
+        "{}",
+        review.stdout
+    );
+    assert_eq!(
+        rows[1..]
+            .iter()
+            .filter(|r| r.starts_with("random,"))
+            .count(),
+        5
+    );
+}

@@ -102,42 +102,24 @@ pub fn run_reevaluate(args: &ReevaluateArgs) -> anyhow::Result<ExitCode> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     writeln!(out, "change\trecord\tother\tdistance\tjaccard\tnote")?;
-    let (mut splits, mut merges, mut blocked) = (0, 0, 0);
     for c in &changes {
-        match c {
-            Change::Split {
-                record,
-                survivor,
-                scores,
-            } => {
-                splits += 1;
-                writeln!(
-                    out,
-                    "split\t{record}\t{survivor}\t{}\t{:.4}\t",
-                    scores.distance, scores.jaccard
-                )?;
-            }
-            Change::Merge {
-                record,
-                candidate,
-                scores,
-                applicable,
-            } => {
-                merges += 1;
-                let note = if *applicable {
-                    ""
-                } else {
-                    blocked += 1;
-                    "record heads a cluster: not merged automatically"
-                };
-                writeln!(
-                    out,
-                    "merge\t{record}\t{candidate}\t{}\t{:.4}\t{note}",
-                    scores.distance, scores.jaccard
-                )?;
-            }
-        }
+        let s = c.scores();
+        let note = if c.applicable() {
+            ""
+        } else {
+            "record heads a cluster: not merged automatically"
+        };
+        writeln!(
+            out,
+            "{}\t{}\t{}\t{}\t{:.4}\t{note}",
+            c.name(),
+            c.record(),
+            c.other(),
+            s.distance,
+            s.jaccard
+        )?;
     }
+    let (splits, merges, blocked) = Change::counts(&changes);
     out.flush()?;
     eprintln!(
         "neardup: under max_distance {} and min_jaccard {}: {splits} merges would split, {merges} rejected candidates would merge ({blocked} not automatically)",

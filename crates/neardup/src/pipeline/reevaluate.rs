@@ -34,6 +34,53 @@ pub enum Change {
     },
 }
 
+impl Change {
+    /// `split` or `merge`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Change::Split { .. } => "split",
+            Change::Merge { .. } => "merge",
+        }
+    }
+
+    /// The record whose decision changes.
+    pub fn record(&self) -> &str {
+        match self {
+            Change::Split { record, .. } | Change::Merge { record, .. } => record,
+        }
+    }
+
+    /// The other side: the survivor a split leaves, the candidate a merge joins.
+    pub fn other(&self) -> &str {
+        match self {
+            Change::Split { survivor, .. } => survivor,
+            Change::Merge { candidate, .. } => candidate,
+        }
+    }
+
+    /// The logged scores.
+    pub fn scores(&self) -> Scores {
+        match self {
+            Change::Split { scores, .. } | Change::Merge { scores, .. } => *scores,
+        }
+    }
+
+    /// Whether applying does it (every split; merges of records alone in their cluster).
+    pub fn applicable(&self) -> bool {
+        match self {
+            Change::Split { .. } => true,
+            Change::Merge { applicable, .. } => *applicable,
+        }
+    }
+
+    /// How many of `changes` are splits, merges, and merges that are not applicable.
+    pub fn counts(changes: &[Change]) -> (usize, usize, usize) {
+        let splits = changes.iter().filter(|c| c.name() == "split").count();
+        let blocked = changes.iter().filter(|c| !c.applicable()).count();
+        (splits, changes.len() - splits, blocked)
+    }
+}
+
 impl<S: Store> Deduper<S> {
     /// The decisions the thresholds `max_distance` and `min_jaccard` would change, from the
     /// scores stored with past merges and rejections; nothing is recomputed or changed.

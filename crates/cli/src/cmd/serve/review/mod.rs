@@ -635,38 +635,16 @@ async fn post_reevaluate(
             .map_err(|e| ApiError::internal(format!("re-evaluating: {e}")))?;
         (changes, None)
     };
-    let (mut splits, mut merges, mut blocked) = (0u64, 0u64, 0u64);
-    let mut listed = Vec::new();
-    for c in &changes {
-        let line = match c {
-            neardup::pipeline::Change::Split {
-                record,
-                survivor,
-                scores,
-            } => {
-                splits += 1;
-                json!({"change": "split", "record": record, "other": survivor,
-                    "distance": scores.distance, "jaccard": scores.jaccard})
-            }
-            neardup::pipeline::Change::Merge {
-                record,
-                candidate,
-                scores,
-                applicable,
-            } => {
-                merges += 1;
-                if !applicable {
-                    blocked += 1;
-                }
-                json!({"change": "merge", "record": record, "other": candidate,
-                    "distance": scores.distance, "jaccard": scores.jaccard,
-                    "applicable": applicable})
-            }
-        };
-        if listed.len() < LISTED_CHANGES {
-            listed.push(line);
-        }
-    }
+    let (splits, merges, blocked) = neardup::pipeline::Change::counts(&changes);
+    let listed: Vec<Value> = changes
+        .iter()
+        .take(LISTED_CHANGES)
+        .map(|c| {
+            let s = c.scores();
+            json!({"change": c.name(), "record": c.record(), "other": c.other(),
+                "distance": s.distance, "jaccard": s.jaccard, "applicable": c.applicable()})
+        })
+        .collect();
     Ok(Json(json!({
         "max_distance": input.max_distance, "min_jaccard": input.min_jaccard,
         "splits": splits, "merges": merges, "not_applicable": blocked,
