@@ -191,7 +191,7 @@ async function label(verdict) {
   const p = state.pairs[i];
   if (!p) return;
   const saved = await api("PUT", "/v1/labels", { a: p.a, b: p.b, verdict });
-  state.undo.push({ index: i, previous: p.label });
+  state.undo.push({ a: p.a, b: p.b, previous: p.label });
   p.label = saved;
   status(`Labelled ${pairName(p)} ${VERDICT_TEXT[verdict]}.`);
   await select(nextUnlabelled(i));
@@ -204,14 +204,17 @@ async function undo() {
     status("Nothing to undo.");
     return;
   }
-  const p = state.pairs[last.index];
+  // By the pair, not its place: the queue may have been drawn again since.
+  const index = state.pairs.findIndex((q) => q.a === last.a && q.b === last.b);
+  const p = index >= 0 ? state.pairs[index] : { a: last.a, b: last.b, label: null };
   if (last.previous) {
     p.label = await api("PUT", "/v1/labels", { a: p.a, b: p.b, verdict: last.previous.verdict });
   } else {
     await api("DELETE", `/v1/labels?a=${encodeURIComponent(p.a)}&b=${encodeURIComponent(p.b)}`);
     p.label = null;
   }
-  await select(last.index);
+  if (index >= 0) await select(index);
+  renderQueue();
   status(`Undone: ${pairName(p)} is ${p.label ? VERDICT_TEXT[p.label.verdict] : "not labelled"} again.`);
   await loadSummary();
 }
