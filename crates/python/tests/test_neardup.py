@@ -157,6 +157,19 @@ def test_code_mode_reads_the_syntax_tree():
         neardup.Fingerprinter(tokens="code-cobol")
 
 
+def test_code_auto_reads_each_record_as_its_ids_language():
+    a = "def total(items):\n    s = 0\n    for x in items:\n        s += x * 2\n    return s\n"
+    b = "# Sum.\ndef acc(values):\n    res = 0\n    for v in values:\n        res += v * 2\n    return res\n"
+    # The ids name Python files: the renamed copy is the same syntax tree, an exact copy.
+    d = neardup.Deduper(tokens="code-auto")
+    rows = d.process([{"id": "src/a.py", "text": a}, {"id": "src/b.py", "text": b}]).to_pylist()
+    assert [r["decision"] for r in rows] == ["kept", "merged"]
+    # Ids without an extension code mode knows: read as words, so the copy stands apart.
+    d = neardup.Deduper(tokens="code-auto")
+    rows = d.process([{"id": "a", "text": a}, {"id": "b", "text": b}]).to_pylist()
+    assert [r["decision"] for r in rows] == ["kept", "kept"]
+
+
 def test_shingles_and_jaccard_are_the_verification_sets():
     a = "the quick brown fox jumps over the lazy dog by the river bank"
     b = a.replace("lazy", "sleepy")

@@ -21,6 +21,7 @@ pub use profile::{FingerprintBits, HashAlgo, Profile, WeightingTag, FORMAT_VERSI
 
 use crate::exact::{ContentHash, FIELD_SEPARATOR};
 use crate::features::{Synonyms, Weighting};
+use crate::record::Record;
 use crate::text::normalize::{normalize_non_ascii_into, normalize_python_into};
 use crate::text::shingle::{fmix64, shingle_hashes, text_token_hashes, token_hash};
 use crate::text::sort::sort_distinct;
@@ -330,6 +331,23 @@ impl SimHasher {
     /// The tokenisation rule of this profile.
     pub fn token_rule(&self) -> TokenRule {
         self.tokens
+    }
+
+    /// The fields of `record` as this profile analyses them: each with its weight (at
+    /// least 1) and, under [`TokenRule::CodeAuto`], the programming language of the
+    /// record's id, else of its URL (`src/main.rs` is Rust).
+    pub fn fields_of<'r>(&self, record: &'r Record) -> Vec<Field<'r>> {
+        let code_lang = (self.tokens == TokenRule::CodeAuto)
+            .then(|| {
+                CodeLang::from_path(&record.id)
+                    .or_else(|| record.url.as_deref().and_then(CodeLang::from_path))
+            })
+            .flatten();
+        record
+            .fields
+            .iter()
+            .map(|f| Field::weighted(&f.text, f.weight.max(1)).with_code_lang(code_lang))
+            .collect()
     }
 
     /// The tokens of `text` under this profile, normalised (for explanations and tools).

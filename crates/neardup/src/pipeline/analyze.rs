@@ -8,10 +8,10 @@ use rayon::prelude::*;
 
 use super::sets::Set;
 use super::{Deduper, FastSet, Meta};
-use crate::fingerprint::{Field, Scratch, SimHasher};
+use crate::fingerprint::{Scratch, SimHasher};
 use crate::record::Record;
 use crate::store::{Features, Store};
-use crate::text::{Boilerplate, CodeLang, TokenRule};
+use crate::text::Boilerplate;
 use crate::{Error, Result};
 
 /// A record analysed by an [`Analyzer`], waiting for [`Deduper::process_prepared`] or
@@ -152,7 +152,7 @@ impl Analyzer {
     /// needs the whole analysis then (weighted fields, a profile other than the default
     /// kind of vote, a record short enough for the short-text rule, no words).
     pub fn first_pass(&self, record: &Record) -> Option<FirstPass> {
-        let fields = fields_of(&self.hasher, record);
+        let fields = self.hasher.fields_of(record);
         let pre = with_scratch(|scratch| self.hasher.pre_analyze(&fields, scratch))?;
         let pre = pre.ok()?;
         if self
@@ -330,24 +330,6 @@ pub(super) struct TextEntry {
     pub(super) code_fallback: bool,
 }
 
-/// The fields of `record` as analysis weighs them, each with the programming language of
-/// the record's id, else of its URL (`src/main.rs`), which [`TokenRule::CodeAuto`] reads.
-///
-/// [`TokenRule::CodeAuto`]: crate::text::TokenRule::CodeAuto
-fn fields_of<'r>(hasher: &SimHasher, record: &'r Record) -> Vec<Field<'r>> {
-    let code_lang = (hasher.token_rule() == TokenRule::CodeAuto)
-        .then(|| {
-            CodeLang::from_path(&record.id)
-                .or_else(|| record.url.as_deref().and_then(CodeLang::from_path))
-        })
-        .flatten();
-    record
-        .fields
-        .iter()
-        .map(|f| Field::weighted(&f.text, f.weight.max(1)).with_code_lang(code_lang))
-        .collect()
-}
-
 /// [`prepare`] of a record whose boilerplate-free half was made by [`Analyzer::first_pass`]:
 /// the same analysis.
 fn prepare_finished(
@@ -411,7 +393,7 @@ fn prepare(
     record: &Record,
     scratch: &mut Scratch,
 ) -> Result<Prepared, String> {
-    let fields = fields_of(hasher, record);
+    let fields = hasher.fields_of(record);
     let analysis =
         without_furniture_if_empty(furniture, |b| hasher.analyze_ids(&fields, b, scratch))?;
     let mut prepared = Prepared::of_words(analysis, record.effective_host());

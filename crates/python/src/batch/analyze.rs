@@ -5,7 +5,6 @@ use std::sync::Arc;
 use arrow_array::builder::{BinaryBuilder, Int32Builder, Int64Builder, StringBuilder};
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_pyarrow::{FromPyArrow, IntoPyArrow};
-use neardup::fingerprint::Field as TextWeight;
 use neardup::{Record, Scratch};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -220,11 +219,7 @@ fn analyse(
     now_ms: i64,
     scratch: &mut Scratch,
 ) -> Analysed {
-    let fields: Vec<TextWeight<'_>> = record
-        .fields
-        .iter()
-        .map(|f| TextWeight::weighted(&f.text, f.weight.max(1)))
-        .collect();
+    let fields = hasher.fields_of(record);
     let analysis = hasher.analyze_ids(&fields, None, scratch);
     scratch.release_large();
     match analysis {
