@@ -166,8 +166,13 @@ fn label_endpoints_need_the_token_name_the_labeller_and_refuse_bad_input() {
     server.token = Some("tok-wrong".into());
     assert_eq!(put_label(&server, a, b, "duplicate").0, 401);
 
-    // Each token's name is who labelled.
+    // Each token's name is who labelled, and the queue says which name a request has.
     server.token = Some("tok-bo".into());
+    let (_, q) = server.call("GET", "/v1/review/queue", None);
+    assert_eq!(
+        (q["reviewer"].as_str(), q["reviewer_from_token"].as_bool()),
+        (Some("bo"), Some(true))
+    );
     let (status, label) = put_label(&server, a, b, "not_duplicate");
     assert_eq!(status, 200, "{label}");
     assert_eq!(label["by"], "bo");
@@ -378,6 +383,13 @@ fn people_label_pairs_with_the_keyboard_and_the_labels_reach_the_store_the_plot_
         )
         .await;
         until(&client, "document.getElementById('status').textContent.startsWith('Pair 1 of')", "the first pair").await;
+        // With a token, the page labels under the token's name and asks for none.
+        assert!(text(&client, "reviewer-line").await.contains("Labelling as ana"));
+        let asks = client
+            .execute("return document.getElementById('reviewer-form').hidden;", vec![])
+            .await
+            .unwrap();
+        assert_eq!(asks, json!(true));
         // The pair's texts side by side, with what differs marked.
         until(
             &client,
@@ -587,4 +599,26 @@ fn reevaluate_lists_the_changes_applies_them_and_review_prints_the_strata() {
             .count(),
         5
     );
+}
+
+#[test]
+fn without_a_token_file_labels_carry_the_name_the_page_sends() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path());
+    let server = Server::start(&store, &["--min-jaccard", "0.9"]);
+    let (status, q) = server.call("GET", "/v1/review/queue", None);
+    assert_eq!(status, 200, "{q}");
+    assert_eq!(q["reviewer"], "anonymous");
+    assert_eq!(q["reviewer_from_token"], false);
+    let p = &q["pairs"][0];
+    let (a, b) = (p["a"].as_str().unwrap(), p["b"].as_str().unwrap());
+    let (status, label) = server.call(
+        "PUT",
+        "/v1/labels",
+        Some(&json!({"a": a, "b": b, "verdict": "duplicate", "by": "zoe"})),
+    );
+    assert_eq!(status, 200, "{label}");
+    assert_eq!(label["by"], "zoe");
+    let (_, label) = put_label(&server, a, b, "unsure");
+    assert_eq!(label["by"], "anonymous");
 }

@@ -463,10 +463,12 @@ fn review_paths(s: &Settings) -> Value {
             "summary": "The pairs people should judge: merges near the Jaccard threshold (nearest first), rejected candidates just under it, and random merges, each with its label when labelled.",
             "parameters": [{"name": "refresh", "in": "query", "required": false, "schema": {"type": "boolean"}, "description": "Draw the queue again from the store (taking in merges made since the server started)."}]
         }), [
-            (200, ok("The queue.", json!({"type": "object", "required": ["threshold", "margin", "populations", "texts", "pairs"], "properties": {
+            (200, ok("The queue.", json!({"type": "object", "required": ["threshold", "margin", "populations", "texts", "reviewer", "reviewer_from_token", "pairs"], "properties": {
                 "threshold": {"type": "number"}, "margin": {"type": "number"},
                 "populations": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}, "description": "Pairs in each stratum's population."},
-                "texts": {"type": "boolean", "description": "Whether the server was given --review-input."},
+                "texts": {"type": "boolean", "description": "Whether the queued records' texts were found."},
+                "reviewer": {"type": "string", "description": "The name labels of this request are stored under: its token's name, or `anonymous`."},
+                "reviewer_from_token": {"type": "boolean", "description": "Whether the name comes from --token-file (else a label's `by` names who labels)."},
                 "pairs": {"type": "array", "items": {"type": "object"}}
             }}))),
             (400, bad_query()),

@@ -85,6 +85,11 @@ function renderQueue() {
 async function loadQueue(refresh) {
   const q = await api("GET", "/v1/review/queue" + (refresh ? "?refresh=true" : ""));
   state.pairs = q.pairs;
+  // Without --token-file the server cannot tell reviewers apart: the page asks for a name.
+  state.askName = !q.reviewer_from_token;
+  $("reviewer-form").hidden = !state.askName;
+  $("reviewer").value = localStorage.getItem("neardup-reviewer") || "";
+  $("reviewer-line").textContent = state.askName ? "" : `Labelling as ${q.reviewer}.`;
   if (!q.texts) status("The server was started without --review-input: texts cannot be shown, only scores.");
   renderQueue();
   return q;
@@ -186,11 +191,20 @@ function nextUnlabelled(from) {
   return Math.min(from + 1, state.pairs.length - 1);
 }
 
+function withName(body) {
+  const name = $("reviewer").value.trim();
+  if (state.askName && name) {
+    localStorage.setItem("neardup-reviewer", name);
+    body.by = name;
+  }
+  return body;
+}
+
 async function label(verdict) {
   const i = state.index;
   const p = state.pairs[i];
   if (!p) return;
-  const saved = await api("PUT", "/v1/labels", { a: p.a, b: p.b, verdict });
+  const saved = await api("PUT", "/v1/labels", withName({ a: p.a, b: p.b, verdict }));
   state.undo.push({ a: p.a, b: p.b, previous: p.label });
   p.label = saved;
   status(`Labelled ${pairName(p)} ${VERDICT_TEXT[verdict]}.`);
@@ -208,7 +222,7 @@ async function undo() {
   const index = state.pairs.findIndex((q) => q.a === last.a && q.b === last.b);
   const p = index >= 0 ? state.pairs[index] : { a: last.a, b: last.b, label: null };
   if (last.previous) {
-    p.label = await api("PUT", "/v1/labels", { a: p.a, b: p.b, verdict: last.previous.verdict });
+    p.label = await api("PUT", "/v1/labels", withName({ a: p.a, b: p.b, verdict: last.previous.verdict }));
   } else {
     await api("DELETE", `/v1/labels?a=${encodeURIComponent(p.a)}&b=${encodeURIComponent(p.b)}`);
     p.label = null;

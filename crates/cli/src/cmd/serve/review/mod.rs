@@ -258,6 +258,7 @@ fn required<'a>(q: &'a HashMap<String, String>, name: &str) -> Result<&'a str, A
 
 async fn get_queue(
     State(app): State<App>,
+    Extension(reviewer): Extension<Reviewer>,
     q: Result<Query<HashMap<String, String>>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let q = params(q, &["refresh"])?;
@@ -303,6 +304,9 @@ async fn get_queue(
         "margin": app.review.spec.margin,
         "populations": populations,
         "texts": app.review.corpus,
+        // Who labels are stored as; without --token-file the page asks for a name.
+        "reviewer": reviewer.0,
+        "reviewer_from_token": !app.tokens.is_empty(),
         "pairs": pairs,
     })))
 }
