@@ -340,6 +340,28 @@ def test_ids_and_survivors_do_not_depend_on_partitioning(spark, real_corpus):
     assert all(doc == neardup.doc_id(i) for i, doc in list(state.items())[:50])
 
 
+def test_code_mode_and_synonyms_run_as_in_the_cli(spark, tmp_path):
+    a = "def total(items):\n    s = 0\n    for x in items:\n        s += x * 2\n    return s\n"
+    b = "# Sum.\ndef acc(values):\n    res = 0\n    for v in values:\n        res += v * 2\n    return res\n"
+    code = [{"id": "src/a.py", "text": a}, {"id": "lib/b.py", "text": b}]
+    result = dedup(spark.createDataFrame(code), tokens="code-auto")
+    assert result.report["rule"]["profile"].endswith("/tok=code-auto")
+    assert (result.report["kept"], result.report["merged"]) == (1, 1)
+    # As words, the renamed copy is another text.
+    result = dedup(spark.createDataFrame(code))
+    assert (result.report["kept"], result.report["merged"]) == (2, 0)
+
+    groups = tmp_path / "synonyms.txt"
+    groups.write_text("car automobile\nbig huge\n")
+    x = "the big car was parked outside the old station all night long in the rain again"
+    y = "the huge automobile was parked outside the old station all night long in the rain again"
+    pair = [{"id": "x", "text": x}, {"id": "y", "text": y}]
+    result = dedup(spark.createDataFrame(pair), synonyms=str(groups))
+    assert "/syn:" in result.report["rule"]["profile"]
+    assert (result.report["kept"], result.report["merged"]) == (1, 1)
+    assert dedup(spark.createDataFrame(pair)).report["merged"] == 0
+
+
 def test_options_are_checked_before_spark_runs():
     with pytest.raises(ValueError, match="max_distance"):
         Options(max_distance=64)
@@ -363,6 +385,10 @@ def test_bad_arguments_exit_3_without_spark(tmp_path):
     assert done.returncode == 3 and "no such input" in done.stderr
     done = _job(sys.executable, "-m", "neardup.spark", "dedup", "--input", "x.jsonl", "--output", "o", "--min-jaccard", "2")
     assert done.returncode == 3 and "min_jaccard" in done.stderr
+    done = _job(sys.executable, "-m", "neardup.spark", "dedup", "--input", "x.jsonl", "--output", "o", "--features", "code")
+    assert done.returncode == 3 and "--features code needs --code-lang" in done.stderr
+    done = _job(sys.executable, "-m", "neardup.spark", "dedup", "--input", "x.jsonl", "--output", "o", "--code-lang", "rust")
+    assert done.returncode == 3 and "--code-lang applies to --features code" in done.stderr
 
 
 def test_spark_submit_runs_the_job_like_the_cli(real_corpus, tmp_path):

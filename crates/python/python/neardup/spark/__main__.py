@@ -54,6 +54,13 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--weighting", default="tf", choices=["tf", "presence", "idf"])
     d.add_argument("--idf", default=None)
     d.add_argument("--tokens", default="words", choices=["words", "jieba", "chars"])
+    d.add_argument("--features", default="words", choices=["words", "code"],
+                   help="code: source code read as its syntax tree (needs --code-lang)")
+    d.add_argument("--code-lang", default=None, metavar="LANG",
+                   help="with --features code: rust, python, javascript, typescript, tsx, c, cpp, "
+                        "java, go, or auto (each record's language by its id's file extension)")
+    d.add_argument("--synonyms", default=None, metavar="FILE",
+                   help="word groups, one a line, that count as one word (a path every executor reads)")
     d.add_argument("--stopwords", action="store_true")
     d.add_argument("--no-language", action="store_true")
     d.add_argument("--max-bucket", type=int, default=50_000,
@@ -65,6 +72,21 @@ def _parser() -> argparse.ArgumentParser:
                    help="spark.sql.shuffle.partitions (default: Spark's, coalesced adaptively)")
     d.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
     return p
+
+
+def _tokens(args) -> str:
+    """The token rule of `--features`, `--code-lang` and `--tokens`, checked as the CLI
+    checks them."""
+    if args.features == "code":
+        if args.code_lang is None:
+            raise ValueError("--features code needs --code-lang (rust, python, javascript, "
+                             "typescript, tsx, c, cpp, java, go, or auto)")
+        if args.tokens != "words":
+            raise ValueError("--tokens applies to --features words; code is read as its syntax tree")
+        return "code-" + args.code_lang
+    if args.code_lang is not None:
+        raise ValueError("--code-lang applies to --features code")
+    return args.tokens
 
 
 def _input_format(paths: List[str], given: str) -> str:
@@ -101,8 +123,9 @@ def main(argv: Optional[List[str]] = None) -> int:
             bits=args.bits,
             weighting=args.weighting,
             idf=args.idf,
-            tokens=args.tokens,
+            tokens=_tokens(args),
             stopwords=args.stopwords,
+            synonyms=args.synonyms,
             detect_language=not args.no_language,
             max_bucket=args.max_bucket,
             verify=args.verify,

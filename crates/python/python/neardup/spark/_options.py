@@ -38,7 +38,9 @@ class Options:
     #: A candidate is a near-duplicate when the shingle sets' Jaccard is at least this.
     min_jaccard: float = 0.8
     #: Fingerprint profile (`--profile`, `--shingle-width`, `--bits`, `--weighting`,
-    #: `--idf`, `--tokens`, `--stopwords`).
+    #: `--idf`, `--tokens`, `--stopwords`, `--synonyms`). Source code: `tokens="code-LANG"`
+    #: (the CLI's `--features code --code-lang LANG`), or `"code-auto"`: each record read as
+    #: the language of its id's file extension, else its URL's.
     profile: str = "xxh3"
     shingle: int = 4
     bits: int = 64
@@ -46,6 +48,9 @@ class Options:
     idf: Optional[str] = None
     tokens: str = "words"
     stopwords: bool = False
+    #: A synonyms file (one group a line): every executor reads it, so on a cluster it must
+    #: be on a path they all see.
+    synonyms: Optional[str] = None
     #: Detect each record's language (`neardup_language` in kept records).
     detect_language: bool = True
     #: A pigeonhole group (one block value) larger than this is split into tiles compared
@@ -94,6 +99,7 @@ class Options:
             tokens=self.tokens,
             stopwords=self.stopwords,
             idf=self.idf,
+            synonyms=self.synonyms,
         )
 
     def fingerprinter(self) -> "neardup.Fingerprinter":
