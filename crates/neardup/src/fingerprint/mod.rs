@@ -5,6 +5,7 @@
 //! most shingles differ in few bits.
 
 mod builder;
+mod field;
 mod pre;
 mod profile;
 pub(crate) mod vote;
@@ -16,18 +17,17 @@ use blake2::digest::consts::U8;
 use blake2::{Blake2b, Digest};
 
 pub use builder::SimHasherBuilder;
+pub use field::Field;
 pub use pre::PreAnalysis;
 pub use profile::{FingerprintBits, HashAlgo, Profile, WeightingTag, FORMAT_VERSION};
 
 use crate::exact::{ContentHash, FIELD_SEPARATOR};
 use crate::features::{Synonyms, Weighting};
-use crate::record::Record;
 use crate::text::normalize::{normalize_non_ascii_into, normalize_python_into};
 use crate::text::shingle::{fmix64, shingle_hashes, text_token_hashes, token_hash};
 use crate::text::sort::sort_distinct;
 use crate::text::tokenize::{for_each_token, TokenRule};
 use crate::text::Boilerplate;
-use crate::text::CodeLang;
 use crate::{Error, Result};
 use vote::{count_ones, BitCounts, WeightedVote};
 
@@ -139,40 +139,6 @@ impl fmt::Display for Fingerprint {
             FingerprintBits::Bits64 => write!(f, "{:016x}", self.value as u64),
             FingerprintBits::Bits128 => write!(f, "{:032x}", self.value),
         }
-    }
-}
-
-/// One field of a record and how much its shingles count (seed 002: a title can count three
-/// times as much as the body). Shingles never span two fields.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Field<'a> {
-    /// The text.
-    pub text: &'a str,
-    /// The weight of each of its shingles, at least 1.
-    pub weight: u32,
-    /// The programming language of its text, read by [`TokenRule::CodeAuto`] (other token
-    /// rules ignore it).
-    pub code_lang: Option<CodeLang>,
-}
-
-impl<'a> Field<'a> {
-    /// A field of weight 1.
-    pub fn new(text: &'a str) -> Self {
-        Field::weighted(text, 1)
-    }
-
-    /// A field of the given weight.
-    pub fn weighted(text: &'a str, weight: u32) -> Self {
-        Field {
-            text,
-            weight,
-            code_lang: None,
-        }
-    }
-
-    /// The field with its text's programming language (see [`TokenRule::CodeAuto`]).
-    pub fn with_code_lang(self, code_lang: Option<CodeLang>) -> Self {
-        Field { code_lang, ..self }
     }
 }
 
@@ -331,23 +297,6 @@ impl SimHasher {
     /// The tokenisation rule of this profile.
     pub fn token_rule(&self) -> TokenRule {
         self.tokens
-    }
-
-    /// The fields of `record` as this profile analyses them: each with its weight (at
-    /// least 1) and, under [`TokenRule::CodeAuto`], the programming language of the
-    /// record's id, else of its URL (`src/main.rs` is Rust).
-    pub fn fields_of<'r>(&self, record: &'r Record) -> Vec<Field<'r>> {
-        let code_lang = (self.tokens == TokenRule::CodeAuto)
-            .then(|| {
-                CodeLang::from_path(&record.id)
-                    .or_else(|| record.url.as_deref().and_then(CodeLang::from_path))
-            })
-            .flatten();
-        record
-            .fields
-            .iter()
-            .map(|f| Field::weighted(&f.text, f.weight.max(1)).with_code_lang(code_lang))
-            .collect()
     }
 
     /// The tokens of `text` under this profile, normalised (for explanations and tools).

@@ -223,6 +223,20 @@ fn labels_of(d: &Deduper<Box<dyn Store>>) -> neardup::Result<Vec<Label>> {
     Ok(labels)
 }
 
+/// Runs `f` with the pipeline's write lock on the blocking pool; `what` names the work in
+/// the error of a store failure.
+async fn write<T: Send + 'static>(
+    app: &App,
+    what: &'static str,
+    f: impl FnOnce(&mut Deduper<Box<dyn Store>>) -> neardup::Result<T> + Send + 'static,
+) -> Result<T, ApiError> {
+    let deduper = app.deduper.clone();
+    tokio::task::spawn_blocking(move || f(&mut deduper.write()))
+        .await
+        .map_err(|e| ApiError::internal(format!("writer failed: {e}")))?
+        .map_err(|e| ApiError::internal(format!("{what}: {e}")))
+}
+
 fn store_error(e: neardup::Error) -> ApiError {
     ApiError::internal(format!("reading the store: {e}"))
 }
@@ -449,12 +463,8 @@ async fn put_label(
         by,
         at: Timestamp::now().to_rfc3339(),
     };
-    let deduper = app.deduper.clone();
     let stored = label.clone();
-    tokio::task::spawn_blocking(move || deduper.write().put_label(&stored))
-        .await
-        .map_err(|e| ApiError::internal(format!("writer failed: {e}")))?
-        .map_err(|e| ApiError::internal(format!("storing the label: {e}")))?;
+    write(&app, "storing the label", move |d| d.put_label(&stored)).await?;
     Ok(Json(label_json(&label)))
 }
 
@@ -464,12 +474,11 @@ async fn delete_label(
 ) -> Result<Json<Value>, ApiError> {
     let q = params(q, &["a", "b"])?;
     let (a, b) = (required(&q, "a")?.to_owned(), required(&q, "b")?.to_owned());
-    let deduper = app.deduper.clone();
     let (ka, kb) = (a.clone(), b.clone());
-    let removed = tokio::task::spawn_blocking(move || deduper.write().remove_label(&ka, &kb))
-        .await
-        .map_err(|e| ApiError::internal(format!("writer failed: {e}")))?
-        .map_err(|e| ApiError::internal(format!("removing the label: {e}")))?;
+    let removed = write(&app, "removing the label", move |d| {
+        d.remove_label(&ka, &kb)
+    })
+    .await?;
     if !removed {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
@@ -513,12 +522,10 @@ async fn get_labels(
 }
 
 async fn get_summary(State(app): State<App>) -> Result<Json<Value>, ApiError> {
-    let review = app.review.clone();
-    let rule = read(&app, Cost::Short, |d| d.rule()).await?;
-    let labels = read(&app, Cost::Long, labels_of)
+    let (rule, labels) = read(&app, Cost::Long, |d| labels_of(d).map(|l| (d.rule(), l)))
         .await?
         .map_err(store_error)?;
-    let queue = review.queue();
+    let queue = app.review.queue();
     tokio::task::spawn_blocking(move || {
         summary(&queue, &labels, rule.max_distance, rule.min_jaccard)
     })
@@ -616,18 +623,14 @@ async fn post_reevaluate(
     let (k, j) = (input.max_distance, input.min_jaccard);
     let (changes, applied) = if input.apply {
         // Decided and applied under the write lock, so that nothing commits in between.
-        let (deduper, spec) = (app.deduper.clone(), app.review.spec);
-        let done = tokio::task::spawn_blocking(move || {
-            let mut d = deduper.write();
+        let spec = app.review.spec;
+        let (changes, applied, queue) = write(&app, "applying the changes", move |d| {
             let changes = d.reevaluate(k, j)?;
             let applied = d.apply_changes(&changes, Timestamp::now())?;
             let queue = review::review_queue(d.store(), &spec);
-            Ok::<_, neardup::Error>((changes, applied, queue))
+            Ok((changes, applied, queue))
         })
-        .await
-        .map_err(|e| ApiError::internal(format!("writer failed: {e}")))?
-        .map_err(|e| ApiError::internal(format!("applying the changes: {e}")))?;
-        let (changes, applied, queue) = done;
+        .await?;
         // The queue is drawn again: merges were split and made.
         if let Ok(queue) = queue {
             *app.review.queue.write() = Arc::new(queue);
