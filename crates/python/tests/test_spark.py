@@ -37,11 +37,23 @@ def spark():
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.ui.enabled", "false")
+        # The default 1 GiB heap holds the driver, the executors and every test's cached
+        # stages in local mode; the tests' real corpus of 10k records needs more.
+        .config("spark.driver.memory", "2g")
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(autouse=True)
+def _release_cached_stages(request):
+    """Each test's persisted stages are released after it (what `Result.unpersist` does
+    for a result the test did not release), so the session's memory does not grow."""
+    yield
+    if "spark" in request.fixturenames:
+        request.getfixturevalue("spark").catalog.clearCache()
 
 
 def write_jsonl(path: Path, records) -> Path:
@@ -244,15 +256,20 @@ def test_all_duplicates_collapse_onto_the_earliest(spark):
         {"id": f"d{i:02d}", "url": f"https://e.com/{i}", "first_seen": f"2026-01-{(i % 28) + 1:02d}T00:00:00Z", "text": text}
         for i in range(40)
     ]
-    result = dedup(spark.createDataFrame(data))
-    r = result.report
-    assert (r["kept"], r["merged"], r["rejected"], r["clusters"]) == (1, 39, 0, 1)
-    [kept] = rows(result.kept)
-    assert kept["id"] == "d00" and kept["first_seen"] == "2026-01-01T00:00:00Z"
-    assert kept["cluster_size"] == 40
-    assert sorted(kept["source_urls"]) == sorted(d["url"] for d in data)
-    merges = rows(result.merges)
-    assert {m["rule"] for m in merges} == {"exact"} and {m["kept"] for m in merges} == {"d00"}
+    with dedup(spark.createDataFrame(data)) as result:
+        stages = list(result.persisted)
+        assert stages and all(s.is_cached for s in stages)
+        r = result.report
+        assert (r["kept"], r["merged"], r["rejected"], r["clusters"]) == (1, 39, 0, 1)
+        [kept] = rows(result.kept)
+        assert kept["id"] == "d00" and kept["first_seen"] == "2026-01-01T00:00:00Z"
+        assert kept["cluster_size"] == 40
+        assert sorted(kept["source_urls"]) == sorted(d["url"] for d in data)
+        merges = rows(result.merges)
+        assert {m["rule"] for m in merges} == {"exact"} and {m["kept"] for m in merges} == {"d00"}
+    # Leaving the block released every persisted stage; the outputs are still readable.
+    assert result.persisted == [] and not any(s.is_cached for s in stages)
+    assert [k["id"] for k in rows(result.kept)] == ["d00"]
 
 
 def test_bad_records_are_rejected_with_reasons(spark, tmp_path):

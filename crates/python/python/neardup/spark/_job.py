@@ -7,7 +7,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Observation, SparkSession
@@ -55,6 +55,22 @@ class Result:
     report: Dict[str, Any]
     json: Optional[str] = None
     timings: Dict[str, float] = field(default_factory=dict)
+    #: The stages the outputs are computed from, persisted until `unpersist`.
+    persisted: List[DataFrame] = field(default_factory=list, repr=False)
+
+    def unpersist(self) -> None:
+        """Releases the persisted stages (executor memory and disk). The outputs stay
+        readable, recomputed from the input when read again. A session that runs many
+        jobs calls this (or uses the result as a context manager) when done with one."""
+        for df in self.persisted:
+            df.unpersist()
+        self.persisted.clear()
+
+    def __enter__(self) -> "Result":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.unpersist()
 
     def write(self, out: str, format: str = "parquet", pairs: bool = False) -> None:
         """Writes kept, clusters, merges, rejects (and pairs) as `format` ("parquet" or
@@ -168,96 +184,109 @@ def dedup(
         timings[name] = round(t - clock[0], 3)
         clock[0] = t
 
-    if json is not None:
-        df = df.filter(F.trim(F.col(json)) != "")
-    analysed = _stages.analyze(df, opts, json, now_ms).persist(PERSIST)
-    input_records = analysed.count()
-    lap("analysis")
+    persisted: List[DataFrame] = []
 
-    records, rejects = _stages.unique_ids(analysed)
-    records = records.persist(PERSIST)
-    new = records.select(*[F.col("_nd_" + c).alias(c) for c in _stages.RECORD]).withColumn(
-        "old", F.lit(False)
-    )
-    state = None
-    if previous is not None:
-        state = read_state(spark, previous, opts)
-        taken = new.join(state.select("doc", F.col("content").alias("prev_content")), "doc")
-        again = records.join(
-            taken.select(F.col("doc").alias("_nd_doc"), F.col("content"), "prev_content"), "_nd_doc"
-        ).withColumn(
-            "_nd_reason",
-            F.when(
-                F.col("content") == F.col("prev_content"),
-                F.concat(F.lit("already stored: "), F.to_json(F.array("_nd_id")), F.lit(" was deduplicated by the previous run with the same text")),
-            ).otherwise(
-                F.concat(F.lit("duplicate id with different text: "), F.to_json(F.array("_nd_id")), F.lit(" is already stored with another text (ids must be unique; the stored record is kept as it is)"))
-            ),
-        ).drop("content", "prev_content")
-        rejects = rejects.unionByName(again)
-        new = new.join(state.select("doc"), "doc", "left_anti")
-        old = state.select(*_stages.RECORD).withColumn("old", F.lit(True))
-        everything = new.unionByName(old)
-    else:
-        everything = new
-    everything = everything.persist(PERSIST)
+    def persist(stage: DataFrame) -> DataFrame:
+        stage = stage.persist(PERSIST)
+        persisted.append(stage)
+        return stage
 
-    reps, exact = _stages.exact_tier(everything)
-    reps = reps.persist(PERSIST)
-    near, skew, candidate_count = _stages.near_pairs(reps, opts, skip_old=state is not None)
-    edges = exact.unionByName(near)
-    if state is not None:
-        earlier = state.filter(F.col("doc") != F.col("root")).select(
-            F.col("doc").alias("a"),
-            F.col("root").alias("b"),
-            F.lit("previous").alias("rule"),
-            F.lit(None).cast("int").alias("distance"),
-            F.lit(None).cast("double").alias("jaccard"),
+    try:
+        if json is not None:
+            df = df.filter(F.trim(F.col(json)) != "")
+        analysed = persist(_stages.analyze(df, opts, json, now_ms))
+        input_records = analysed.count()
+        lap("analysis")
+
+        records, rejects = _stages.unique_ids(analysed)
+        records = persist(records)
+        new = records.select(*[F.col("_nd_" + c).alias(c) for c in _stages.RECORD]).withColumn(
+            "old", F.lit(False)
         )
-        edges = edges.unionByName(earlier)
-    edges = edges.persist(PERSIST)
-    edge_count = edges.count()
-    lap("candidates_and_verification")
+        state = None
+        if previous is not None:
+            state = read_state(spark, previous, opts)
+            taken = new.join(state.select("doc", F.col("content").alias("prev_content")), "doc")
+            again = records.join(
+                taken.select(F.col("doc").alias("_nd_doc"), F.col("content"), "prev_content"), "_nd_doc"
+            ).withColumn(
+                "_nd_reason",
+                F.when(
+                    F.col("content") == F.col("prev_content"),
+                    F.concat(F.lit("already stored: "), F.to_json(F.array("_nd_id")), F.lit(" was deduplicated by the previous run with the same text")),
+                ).otherwise(
+                    F.concat(F.lit("duplicate id with different text: "), F.to_json(F.array("_nd_id")), F.lit(" is already stored with another text (ids must be unique; the stored record is kept as it is)"))
+                ),
+            ).drop("content", "prev_content")
+            rejects = rejects.unionByName(again)
+            new = new.join(state.select("doc"), "doc", "left_anti")
+            old = state.select(*_stages.RECORD).withColumn("old", F.lit(True))
+            everything = new.unionByName(old)
+        else:
+            everything = new
+        everything = persist(everything)
 
-    roots, rounds = components(edges, edge_count, opts.local_components)
-    placed = _placed(everything, roots, state)
-    lap("components")
+        reps, exact = _stages.exact_tier(everything)
+        reps = persist(reps)
+        near, skew, candidate_count = _stages.near_pairs(reps, opts, skip_old=state is not None)
+        edges = exact.unionByName(near)
+        if state is not None:
+            earlier = state.filter(F.col("doc") != F.col("root")).select(
+                F.col("doc").alias("a"),
+                F.col("root").alias("b"),
+                F.lit("previous").alias("rule"),
+                F.lit(None).cast("int").alias("distance"),
+                F.lit(None).cast("double").alias("jaccard"),
+            )
+            edges = edges.unionByName(earlier)
+        edges = persist(edges)
+        edge_count = edges.count()
+        lap("candidates_and_verification")
 
-    result = _outputs(opts, json, now_ms, records, rejects, placed, everything, edges)
-    tally = placed.members.agg(
-        F.sum((~F.col("old") & F.col("survivor")).cast("long")).alias("kept"),
-        F.sum((~F.col("old") & ~F.col("survivor")).cast("long")).alias("merged"),
-        F.sum((F.col("old") & ~F.col("survivor") & F.col("was_survivor")).cast("long")).alias("displaced"),
-    ).first()
-    counts = {
-        "kept": int(tally["kept"] or 0),
-        "merged": int(tally["merged"] or 0),
-        "rejected": result.rejects.count(),
-    }
-    lap("survivors")
-    report = {
-        "input_records": input_records,
-        **counts,
-        "clusters": result.clusters.count(),
-        "displaced_survivors": int(tally["displaced"] or 0),
-        "candidate_pairs": candidate_count.value,
-        "verified_pairs": edge_count,
-        "component_rounds": rounds,
-        "components_on": "driver" if edge_count <= opts.local_components else "cluster",
-        "skew": skew,
-        "rule": opts.rule(),
-        "previous": previous,
-    }
-    balanced = counts["kept"] + counts["merged"] + counts["rejected"] == input_records
-    report["accounting_balanced"] = balanced
-    result.report = report
-    result.timings = timings
-    if not balanced:
-        raise AccountingError(
-            f"kept {counts['kept']} + merged {counts['merged']} + rejected "
-            f"{counts['rejected']} != input {input_records}"
-        )
-    return result
+        roots, rounds = components(edges, edge_count, opts.local_components)
+        placed = _placed(everything, roots, state, persist)
+        lap("components")
+
+        result = _outputs(opts, json, now_ms, records, rejects, placed, everything, edges)
+        tally = placed.members.agg(
+            F.sum((~F.col("old") & F.col("survivor")).cast("long")).alias("kept"),
+            F.sum((~F.col("old") & ~F.col("survivor")).cast("long")).alias("merged"),
+            F.sum((F.col("old") & ~F.col("survivor") & F.col("was_survivor")).cast("long")).alias("displaced"),
+        ).first()
+        counts = {
+            "kept": int(tally["kept"] or 0),
+            "merged": int(tally["merged"] or 0),
+            "rejected": result.rejects.count(),
+        }
+        lap("survivors")
+        report = {
+            "input_records": input_records,
+            **counts,
+            "clusters": result.clusters.count(),
+            "displaced_survivors": int(tally["displaced"] or 0),
+            "candidate_pairs": candidate_count.value,
+            "verified_pairs": edge_count,
+            "component_rounds": rounds,
+            "components_on": "driver" if edge_count <= opts.local_components else "cluster",
+            "skew": skew,
+            "rule": opts.rule(),
+            "previous": previous,
+        }
+        balanced = counts["kept"] + counts["merged"] + counts["rejected"] == input_records
+        report["accounting_balanced"] = balanced
+        result.report = report
+        result.timings = timings
+        result.persisted = persisted
+        if not balanced:
+            raise AccountingError(
+                f"kept {counts['kept']} + merged {counts['merged']} + rejected "
+                f"{counts['rejected']} != input {input_records}"
+            )
+        return result
+    except BaseException:
+        for stage in persisted:
+            stage.unpersist()
+        raise
 
 
 @dataclass
@@ -271,7 +300,7 @@ class _Placed:
     members: DataFrame
 
 
-def _placed(everything: DataFrame, roots: DataFrame, state: Optional[DataFrame]) -> _Placed:
+def _placed(everything: DataFrame, roots: DataFrame, state: Optional[DataFrame], persist) -> _Placed:
     narrow = everything.select("doc", "id", "url", "first_seen", "fp", "fp_hi", "old")
     assigned = narrow.join(roots, "doc", "left").withColumn(
         "root", F.coalesce(F.col("root"), F.col("doc"))
@@ -282,8 +311,8 @@ def _placed(everything: DataFrame, roots: DataFrame, state: Optional[DataFrame])
     else:
         assigned = assigned.withColumn("was_survivor", F.lit(None).cast("boolean"))
     assigned = assigned.withColumn("was_survivor", F.coalesce(F.col("was_survivor"), F.lit(False)))
-    assigned = assigned.persist(PERSIST)
-    comp = (
+    assigned = persist(assigned)
+    comp = persist(
         assigned.groupBy("root")
         .agg(
             # The survivor: earliest first seen, then smallest id (doc, old and the
@@ -293,13 +322,11 @@ def _placed(everything: DataFrame, roots: DataFrame, state: Optional[DataFrame])
             F.sort_array(F.collect_list(F.struct("first_seen", "id", "url"))).alias("m"),
             F.max((~F.col("old")).cast("int")).alias("touched"),
         )
-        .persist(PERSIST)
     )
-    members = (
+    members = persist(
         assigned.join(comp.select("root", F.col("s.doc").alias("s_doc"), F.col("s.id").alias("s_id")), "root")
         .withColumn("survivor", F.col("doc") == F.col("s_doc"))
         .drop("s_doc")
-        .persist(PERSIST)
     )
     return _Placed(components=comp, members=members)
 
