@@ -33,6 +33,8 @@ fn _neardup(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dedup::Deduper>()?;
     m.add_function(wrap_pyfunction!(batch::analyze_batch, m)?)?;
     m.add_function(wrap_pyfunction!(batch::doc_id, m)?)?;
+    m.add_function(wrap_pyfunction!(batch::with_hosts, m)?)?;
+    m.add_class::<batch::BoilerplateLearner>()?;
     m.add_function(wrap_pyfunction!(batch::annotate_json, m)?)?;
     m.add_function(wrap_pyfunction!(batch::pigeonhole_blocks, m)?)?;
     m.add_function(wrap_pyfunction!(batch::block_pairs, m)?)?;

@@ -158,6 +158,71 @@ def test_equivalence_with_the_cli_on_a_real_corpus(spark, real_corpus, tmp_path)
     )
 
 
+def hosted(records, per_host: int) -> list:
+    """`records` with https URLs, `per_host` consecutive records a host (real pages of one
+    kind, as a site's are: man pages of one section, copyright files, fortunes)."""
+    return [
+        dict(r, url=f"https://h{i // per_host}.example/{i}") for i, r in enumerate(records)
+    ]
+
+
+def test_boilerplate_is_learned_and_left_out_as_the_cli_does(spark, real_corpus, tmp_path):
+    records, _ = real_corpus
+    # Hosts of 150 pages: under one lossy-counting bucket (200 pages at 5%) and the sample,
+    # where the CLI's counts are exact and its sample is every page.
+    sample = hosted(records[::4], 150)
+    path = write_jsonl(tmp_path / "hosted.jsonl", sample)
+    cli = run_cli(path, tmp_path / "cli", *CLI_SAME_RULE, "--boilerplate")
+    cli_report = json.loads((tmp_path / "cli" / "report.json").read_text())
+    with dedup(spark.read.text(str(path)), json="value", boilerplate=True) as result:
+        learned = result.report["boilerplate_hosts"]
+        theirs = {h["host"]: (h["pages_learned_from"], h["boilerplate_shingles"]) for h in cli_report["boilerplate_hosts"]}
+        ours = {h["host"]: (h["pages_learned_from"], h["boilerplate_shingles"]) for h in learned}
+        assert ours == theirs
+        assert sum(n for _, n in ours.values()) > 100, "real pages of one kind share furniture"
+        assert partition(rows(result.clusters)) == partition(cli["clusters"])
+        fingerprints = {json.loads(r["value"])["id"]: json.loads(r["value"])["neardup_fingerprint"] for r in result.kept.collect()}
+        assert fingerprints == {r["id"]: r["neardup_fingerprint"] for r in cli["kept"]}
+        result.write(str(tmp_path / "day1"))
+    # The boilerplate changed fingerprints: without it, others.
+    plain = dedup(spark.read.text(str(path)), json="value")
+    plain_fps = {json.loads(r["value"])["id"]: json.loads(r["value"])["neardup_fingerprint"] for r in plain.kept.collect()}
+    changed = [i for i, fp in fingerprints.items() if plain_fps.get(i) not in (None, fp)]
+    assert len(changed) > len(fingerprints) // 10
+
+    # A later run applies the previous run's boilerplate without learning (one record is
+    # too few), as a store's applies in the CLI: a page sent again under a new id gets the
+    # fingerprint its first copy got, not its plain one.
+    written = spark.read.parquet(str(tmp_path / "day1" / "boilerplate")).collect()
+    assert {r["host"]: r["pages"] for r in written} == {h: p for h, (p, _) in ours.items()}
+    first = next(r for r in sample if r["id"] == changed[0])
+    again = [dict(first, id="again:" + first["id"])]
+    later = dedup(spark.createDataFrame(again), previous=str(tmp_path / "day1" / "state"))
+    assert later.report["boilerplate_hosts"] == learned
+    [merge] = [m for m in rows(later.merges) if m["merged"] == again[0]["id"]]
+    assert merge["rule"] == "exact"
+    assert merge["merged_fingerprint"] == fingerprints[first["id"]] != plain_fps[first["id"]]
+
+
+def test_the_boilerplate_sample_is_the_smallest_document_ids(spark, real_corpus):
+    """A host over the sample: its pages of the smallest document ids are counted, however
+    the input is partitioned."""
+    records, _ = real_corpus
+    sample = hosted(records[1::5][:600], 600)
+    df = spark.createDataFrame(sample)
+    one = dedup(df, boilerplate=True, boilerplate_sample_pages=100).report["boilerplate_hosts"]
+    other = dedup(df.repartition(7), boilerplate=True, boilerplate_sample_pages=100).report["boilerplate_hosts"]
+    assert one == other and len(one) == 1 and one[0]["pages_learned_from"] == 600
+    ids = sorted(sample, key=lambda r: neardup.doc_id(str(r["id"])))[:100]
+    learner = neardup.BoilerplateLearner(min_pages=20, sample_pages=100, text=["text"])
+    import pyarrow as pa
+
+    batch = neardup.with_hosts(pa.RecordBatch.from_pylist(ids))
+    learner.add(batch)
+    [row] = learner.finish().to_pylist()
+    assert len(row["shingles"]) // 8 == one[0]["boilerplate_shingles"] > 0
+
+
 def test_fingerprints_are_the_python_packages(spark, real_corpus):
     records, _ = real_corpus
     sample = [r for r in records[::97] if r["text"].strip()][:60]
@@ -384,6 +449,12 @@ def test_options_are_checked_before_spark_runs():
         Options(max_distance=64)
     with pytest.raises(ValueError, match="min_jaccard"):
         Options(min_jaccard=0)
+    with pytest.raises(ValueError, match="boilerplate_share"):
+        Options(boilerplate=True, boilerplate_share=1.5)
+    with pytest.raises(ValueError, match="boilerplate_sample_pages"):
+        Options(boilerplate_sample_pages=0)
+    assert Options(boilerplate=True).rule()["boilerplate"]["min_count"] == 10
+    assert Options().rule()["boilerplate"] is False
     assert Options().profile_string == neardup.Fingerprinter().profile
     assert issubclass(AccountingError, RuntimeError)
 
@@ -406,6 +477,8 @@ def test_bad_arguments_exit_3_without_spark(tmp_path):
     assert done.returncode == 3 and "--features code needs --code-lang" in done.stderr
     done = _job(sys.executable, "-m", "neardup.spark", "dedup", "--input", "x.jsonl", "--output", "o", "--code-lang", "rust")
     assert done.returncode == 3 and "--code-lang applies to --features code" in done.stderr
+    done = _job(sys.executable, "-m", "neardup.spark", "dedup", "--input", "x.jsonl", "--output", "o", "--boilerplate", "--boilerplate-min-count", "0")
+    assert done.returncode == 3 and "boilerplate_min_count" in done.stderr
 
 
 def test_spark_submit_runs_the_job_like_the_cli(real_corpus, tmp_path):

@@ -5,6 +5,7 @@ The engine is the compiled `neardup._neardup` module; `neardup.spark` runs the s
 Apache Spark (it needs `pyspark`, which this package does not install)."""
 
 from ._neardup import (
+    BoilerplateLearner,
     Deduper,
     Fingerprinter,
     HammingIndex,
@@ -21,9 +22,11 @@ from ._neardup import (
     jaccard_batch,
     pigeonhole_blocks,
     shingle_hashes,
+    with_hosts,
 )
 
 __all__ = [
+    "BoilerplateLearner",
     "Deduper",
     "Fingerprinter",
     "HammingIndex",
@@ -40,4 +43,5 @@ __all__ = [
     "jaccard_batch",
     "pigeonhole_blocks",
     "shingle_hashes",
+    "with_hosts",
 ]

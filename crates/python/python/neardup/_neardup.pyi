@@ -160,9 +160,39 @@ def analyze_batch(
     idf: Optional[Union[str, PathLike]] = None,
     synonyms: Optional[Union[str, PathLike]] = None,
     detect_language: bool = True,
+    boilerplate: Optional[bytes] = None,
     threads: Optional[int] = None,
 ) -> pa.RecordBatch: ...
 def doc_id(id: str) -> int: ...
+def with_hosts(
+    batch: pa.RecordBatch, *, json: Optional[str] = None, id: str = "id", url: str = "url"
+) -> pa.RecordBatch: ...
+
+class BoilerplateLearner:
+    def __init__(
+        self,
+        *,
+        share: float = 0.05,
+        min_pages: int = 20,
+        min_count: int = 10,
+        sample_pages: int = 1000,
+        json: Optional[str] = None,
+        id: str = "id",
+        text: Union[str, Sequence[str], None] = None,
+        url: str = "url",
+        first_seen: str = "first_seen",
+        threads: Optional[int] = None,
+        profile: str = "xxh3",
+        shingle: int = 4,
+        bits: int = 64,
+        weighting: str = "tf",
+        tokens: str = "words",
+        stopwords: bool = False,
+        idf: Optional[Union[str, PathLike]] = None,
+        synonyms: Optional[Union[str, PathLike]] = None,
+    ) -> None: ...
+    def add(self, batch: pa.RecordBatch) -> None: ...
+    def finish(self) -> pa.RecordBatch: ...
 def annotate_json(
     lines: pa.Array,
     source_urls: pa.Array,

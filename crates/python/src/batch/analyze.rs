@@ -20,9 +20,9 @@ use super::{arrow_err, batch_of};
 /// analyze_batch(batch, *, json=None, id="id", text=None, url="url",
 ///               first_seen="first_seen", now_ms, profile="xxh3", shingle=4, bits=64,
 ///               weighting="tf", tokens="words", stopwords=False, idf=None,
-///               detect_language=True, threads=None) -> pyarrow.RecordBatch
+///               detect_language=True, boilerplate=None, threads=None) -> pyarrow.RecordBatch
 ///
-/// Each record of `batch` analysed as `neardup dedup` analyses it (no boilerplate), one row
+/// Each record of `batch` analysed as `neardup dedup` analyses it, one row
 /// per input row, in order. The records are the batch's columns `id`, `text`, `url` and
 /// `first_seen` (string or timestamp), or with `json=COLUMN` that column's JSON Lines,
 /// each checked field by field as the CLI checks a line. Rows: `doc` (int64: the stable
@@ -31,9 +31,12 @@ use super::{arrow_err, batch_of};
 /// bits as int64; `fp_hi` is 0 for 64-bit fingerprints), `content` (16 bytes: the exact
 /// tier's hash), `set` (the verification set: sorted distinct 32-bit shingle ids,
 /// little-endian), `tokens`, `language` and `reason` (why the record is rejected; the
-/// analysis's columns are then null).
+/// analysis's columns are then null). `boilerplate` (bytes: shingle hashes, 8 bytes each,
+/// little-endian, as `BoilerplateLearner.finish` gives a host's) is left out of every
+/// record's fingerprint and set, as the CLI leaves out its learned boilerplate (a record
+/// that is nothing but boilerplate is analysed whole).
 #[pyfunction]
-#[pyo3(signature = (batch, *, json=None, id="id", text=None, url="url", first_seen="first_seen", now_ms, detect_language=true, threads=None, **profile))]
+#[pyo3(signature = (batch, *, json=None, id="id", text=None, url="url", first_seen="first_seen", now_ms, detect_language=true, boilerplate=None, threads=None, **profile))]
 #[allow(clippy::too_many_arguments)]
 pub fn analyze_batch(
     py: Python<'_>,
@@ -45,9 +48,14 @@ pub fn analyze_batch(
     first_seen: &str,
     now_ms: i64,
     detect_language: bool,
+    boilerplate: Option<&[u8]>,
     threads: Option<usize>,
     profile: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Py<PyAny>> {
+    let boilerplate = boilerplate
+        .map(super::boilerplate::boilerplate_of)
+        .transpose()?;
+    let boilerplate = boilerplate.as_ref().filter(|b| !b.is_empty());
     let hasher = ProfileOptions::from_kwargs(profile)?
         .builder()?
         .detect_language(detect_language)
@@ -71,7 +79,9 @@ pub fn analyze_batch(
                                 return rejected(None, "an empty line".into());
                             }
                             match record_of_json(string_at(lines.as_ref(), i), &names) {
-                                Ok(record) => analyse(&hasher, &record, now_ms, scratch),
+                                Ok(record) => {
+                                    analyse(&hasher, boilerplate, &record, now_ms, scratch)
+                                }
                                 Err(r) => rejected(r.id, r.why),
                             }
                         })
@@ -87,7 +97,7 @@ pub fn analyze_batch(
                     items
                         .par_iter()
                         .map_init(Scratch::default, |scratch, (_, item)| match item {
-                            Ok(record) => analyse(&hasher, record, now_ms, scratch),
+                            Ok(record) => analyse(&hasher, boilerplate, record, now_ms, scratch),
                             Err(r) => rejected(r.id.clone(), r.why.clone()),
                         })
                         .collect()
@@ -116,7 +126,7 @@ fn rejected(id: Option<String>, reason: String) -> Analysed {
 /// A record from one JSON line, checked as `neardup dedup` checks a line: an object whose
 /// id is a non-empty string or an integer, whose text fields are strings (at least one not
 /// empty), whose `url` is a string and whose `first_seen` is an RFC 3339 time.
-fn record_of_json(line: &str, names: &Names<'_>) -> Result<Record, Rejected> {
+pub(super) fn record_of_json(line: &str, names: &Names<'_>) -> Result<Record, Rejected> {
     let bad = |id: Option<&String>, why: String| Rejected {
         id: id.cloned(),
         pos: 0,
@@ -215,12 +225,19 @@ enum Analysed {
 
 fn analyse(
     hasher: &neardup::SimHasher,
+    boilerplate: Option<&neardup::Boilerplate>,
     record: &Record,
     now_ms: i64,
     scratch: &mut Scratch,
 ) -> Analysed {
     let fields = hasher.fields_of(record);
-    let analysis = hasher.analyze_ids(&fields, None, scratch);
+    let analysis = match hasher.analyze_ids(&fields, boilerplate, scratch) {
+        // Nothing but boilerplate: the whole text, as the CLI analyses such a page.
+        Err(neardup::Error::EmptyFeatureBag { .. }) if boilerplate.is_some() => {
+            hasher.analyze_ids(&fields, None, scratch)
+        }
+        analysis => analysis,
+    };
     scratch.release_large();
     match analysis {
         Ok(a) => Analysed::Done {

@@ -9,11 +9,13 @@
 mod analyze;
 mod annotate;
 mod blocks;
+mod boilerplate;
 mod cluster;
 
 pub use analyze::{analyze_batch, doc_id};
 pub use annotate::{annotate_json, jaccard_batch};
 pub use blocks::{block_pairs, pigeonhole_blocks};
+pub use boilerplate::{with_hosts, Learner as BoilerplateLearner};
 pub use cluster::components;
 
 use std::sync::Arc;

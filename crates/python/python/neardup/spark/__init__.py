@@ -36,8 +36,11 @@ Clusters, survivors, fingerprints and Jaccard scores are the CLI's under `--chai
 --max-candidates N` with N above any record's candidates (the CLI verifies the 64 nearest by
 default; the job verifies every candidate).
 
-`previous=` deduplicates a new batch against an earlier run's `state` (tomorrow's crawl
-against today's). Needs `pyspark` (4.0 or later) and Java 17; the package does not install
+`boilerplate=True` (the CLI's `--boilerplate`) first learns each host's boilerplate: records
+shuffled by their URL's host and counted there by the library's learner; the union is
+broadcast and left out of every record's analysis. `previous=` deduplicates a new batch
+against an earlier run's `state` (tomorrow's crawl against today's), with the boilerplate
+that run wrote beside it. Needs `pyspark` (4.0 or later) and Java 17; the package does not install
 them.
 """
 

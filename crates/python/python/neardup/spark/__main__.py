@@ -31,7 +31,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="JSON Lines files (.jsonl, .ndjson, .json, also .gz) or Parquet "
                    "files or directories; any URL Spark reads (hdfs://, s3a://, ...)")
     d.add_argument("--output", required=True, metavar="DIR",
-                   help="directory for kept/, clusters/, merges/, rejects/, state/ and report.json")
+                   help="directory for kept/, clusters/, merges/, rejects/, state/ (and boilerplate/) and report.json")
     d.add_argument("--format", choices=["auto", "jsonl", "parquet"], default="auto",
                    help="input format (default: by the first input's name; directories are Parquet)")
     d.add_argument("--output-format", choices=["jsonl", "parquet"], default=None,
@@ -63,6 +63,16 @@ def _parser() -> argparse.ArgumentParser:
                    help="word groups, one a line, that count as one word (a path every executor reads)")
     d.add_argument("--stopwords", action="store_true")
     d.add_argument("--no-language", action="store_true")
+    d.add_argument("--boilerplate", action="store_true",
+                   help="learn each host's boilerplate in a first pass and leave it out of "
+                   "every record (off by default, as in the CLI: it costs recall where true "
+                   "pairs share a template); a previous run's applies either way")
+    d.add_argument("--boilerplate-share", type=float, default=0.05,
+                   help="a shingle on more than this share of a host's pages is boilerplate")
+    d.add_argument("--boilerplate-min-pages", type=int, default=20,
+                   help="only hosts with at least this many pages learn boilerplate")
+    d.add_argument("--boilerplate-min-count", type=int, default=10,
+                   help="... and a boilerplate shingle is on at least this many of them")
     d.add_argument("--max-bucket", type=int, default=50_000,
                    help="pigeonhole groups larger than this are tiled (see report.json's skew)")
     d.add_argument("--verify", choices=["groups", "join"], default="groups",
@@ -129,6 +139,10 @@ def main(argv: Optional[List[str]] = None) -> int:
             detect_language=not args.no_language,
             max_bucket=args.max_bucket,
             verify=args.verify,
+            boilerplate=args.boilerplate,
+            boilerplate_share=args.boilerplate_share,
+            boilerplate_min_pages=args.boilerplate_min_pages,
+            boilerplate_min_count=args.boilerplate_min_count,
         )
     except (ValueError, TypeError, neardup.NeardupError) as e:
         print(f"error: {e}", file=sys.stderr)

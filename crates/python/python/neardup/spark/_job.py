@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import array
 import json
 import os
+import sys
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Observation, SparkSession
@@ -53,6 +55,10 @@ class Result:
     #: Every record's fingerprint, set and cluster, for the next run's `previous`.
     state: DataFrame
     report: Dict[str, Any]
+    #: Each host's boilerplate (`host`, `pages`, `shingles`: 8-byte hashes), learned by
+    #: this run and by the previous one, which the next run's `previous` applies; None
+    #: where neither learned any.
+    boilerplate: Optional[DataFrame] = None
     json: Optional[str] = None
     timings: Dict[str, float] = field(default_factory=dict)
     #: The stages the outputs are computed from, persisted until `unpersist`.
@@ -109,6 +115,8 @@ class Result:
         if self.report and wrote != expected:
             raise AccountingError(f"the outputs written hold {wrote}, the run counted {expected}")
         self.state.write.mode("overwrite").parquet(os.path.join(out, "state"))
+        if self.boilerplate is not None:
+            self.boilerplate.write.mode("overwrite").parquet(os.path.join(out, BOILERPLATE))
         self.timings["write"] = round(time.monotonic() - started, 3)
         report = dict(self.report, timings_seconds=self.timings)
         _write_text(self.kept.sparkSession, os.path.join(out, "report.json"), json.dumps(report, indent=2, sort_keys=True))
@@ -138,6 +146,48 @@ def _hex(fp, fp_hi, bits: int) -> "F.Column":
     if bits == 64:
         return lo
     return F.concat(F.lower(F.lpad(F.hex(fp_hi), 16, "0")), lo)
+
+
+#: Where a run writes its boilerplate: beside its state, which a later run's `previous` names.
+BOILERPLATE = "boilerplate"
+
+
+def boilerplate_beside(spark: SparkSession, state: str) -> List[Any]:
+    """The boilerplate a previous run wrote beside its `state` (rows of `host`, `pages`,
+    `shingles`), or none."""
+    from pyspark.errors import AnalysisException
+
+    path = os.path.join(os.path.dirname(state.rstrip("/")), BOILERPLATE)
+    try:
+        return spark.read.schema(_stages.LEARNED).parquet(path).collect()
+    except AnalysisException:
+        return []
+
+
+def _hashes(shingles: bytes) -> "array.array":
+    out = array.array("Q", shingles)
+    if sys.byteorder == "big":
+        out.byteswap()
+    return out
+
+
+def _bytes(hashes) -> bytes:
+    out = array.array("Q", sorted(hashes))
+    if sys.byteorder == "big":
+        out.byteswap()
+    return out.tobytes()
+
+
+def merged_boilerplate(learned: List[Any], previous: List[Any]) -> List[Tuple[str, int, bytes]]:
+    """Each host's boilerplate: this run's learned set unioned with the previous run's for
+    the same host (pages added), as the CLI merges a store's with a run's; hosts only one
+    of them has keep theirs. Sorted by host."""
+    hosts: Dict[str, Tuple[int, set]] = {}
+    for row in list(previous) + list(learned):
+        pages, shingles = hosts.get(row["host"], (0, set()))
+        shingles.update(_hashes(row["shingles"]))
+        hosts[row["host"]] = (pages + row["pages"], shingles)
+    return [(host, pages, _bytes(shingles)) for host, (pages, shingles) in sorted(hosts.items())]
 
 
 def read_state(spark: SparkSession, path: str, opts: Options) -> DataFrame:
@@ -194,7 +244,16 @@ def dedup(
     try:
         if json is not None:
             df = df.filter(F.trim(F.col(json)) != "")
-        analysed = persist(_stages.analyze(df, opts, json, now_ms))
+        learned = _stages.learn_boilerplate(df, opts, json).collect() if opts.boilerplate else []
+        hosts = merged_boilerplate(learned, boilerplate_beside(spark, previous) if previous else [])
+        furniture = None
+        if hosts:
+            union = set()
+            for _, _, shingles in hosts:
+                union.update(_hashes(shingles))
+            furniture = spark.sparkContext.broadcast(_bytes(union))
+        lap("boilerplate")
+        analysed = persist(_stages.analyze(df, opts, json, now_ms, furniture))
         input_records = analysed.count()
         lap("analysis")
 
@@ -271,12 +330,18 @@ def dedup(
             "skew": skew,
             "rule": opts.rule(),
             "previous": previous,
+            "boilerplate_hosts": [
+                {"host": host, "pages_learned_from": pages, "boilerplate_shingles": len(shingles) // 8}
+                for host, pages, shingles in hosts
+            ],
         }
         balanced = counts["kept"] + counts["merged"] + counts["rejected"] == input_records
         report["accounting_balanced"] = balanced
         result.report = report
         result.timings = timings
         result.persisted = persisted
+        if hosts:
+            result.boilerplate = spark.createDataFrame(hosts, _stages.LEARNED)
         if not balanced:
             raise AccountingError(
                 f"kept {counts['kept']} + merged {counts['merged']} + rejected "

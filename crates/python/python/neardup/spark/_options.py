@@ -21,8 +21,9 @@ class Options:
     components of the verified pairs. The CLI's default chain floor (0.5) refuses joins in
     input order, which has no meaning on a partitioned input, so it cannot be distributed
     exactly; run the CLI with `--chain-floor 0` for the same clusters as this job.
-    Boilerplate learning (off by default in the CLI) and the short-text rule (the CLI's
-    default `--min-words 1` never uses it) are not part of the Spark job.
+    Boilerplate learning is the CLI's `--boilerplate` (off by default there too); the
+    short-text rule (the CLI's default `--min-words 1` never uses it) is not part of the
+    Spark job.
     """
 
     #: Field (column) holding the record id; ids are unique, as in a store.
@@ -53,6 +54,20 @@ class Options:
     synonyms: Optional[str] = None
     #: Detect each record's language (`neardup_language` in kept records).
     detect_language: bool = True
+    #: Learn each host's boilerplate in a first pass and leave it out of every record's
+    #: fingerprint and verification set, wherever the record is from (the CLI's
+    #: `--boilerplate`, off by default for the same reason: it costs recall where true
+    #: pairs share a template). A host is a record's URL's host. A shingle is boilerplate
+    #: when it is on more than `boilerplate_share` of a host's pages and on at least
+    #: `boilerplate_min_count` of them, on hosts with at least `boilerplate_min_pages`
+    #: pages; `boilerplate_sample_pages` pages of each host are counted (those of the
+    #: smallest document ids, where the CLI counts the first in input order), exactly up
+    #: to 10 / share pages and by the CLI's lossy counting past that.
+    boilerplate: bool = False
+    boilerplate_share: float = 0.05
+    boilerplate_min_pages: int = 20
+    boilerplate_min_count: int = 10
+    boilerplate_sample_pages: int = 1000
     #: A pigeonhole group (one block value) larger than this is split into tiles compared
     #: pair by pair, so no task holds more than twice this many fingerprints; such groups
     #: are listed in the report's `skew`.
@@ -82,6 +97,11 @@ class Options:
             raise ValueError(f"local_components {self.local_components}: at least 0")
         if self.max_bucket < 2:
             raise ValueError(f"max_bucket {self.max_bucket}: at least 2")
+        if not 0.0 < self.boilerplate_share < 1.0:
+            raise ValueError(f"boilerplate_share {self.boilerplate_share}: above 0 and below 1")
+        for name in ("boilerplate_min_pages", "boilerplate_min_count", "boilerplate_sample_pages"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} {getattr(self, name)}: at least 1")
         if isinstance(self.text, str):
             object.__setattr__(self, "text", (self.text,))
         if self.text is not None and len(self.text) == 0:
@@ -134,7 +154,18 @@ class Options:
             "linkage": "components",
             "max_bucket": self.max_bucket,
             "verify": self.verify,
+            "boilerplate": self.boilerplate_learning() if self.boilerplate else False,
         }
+
+    def boilerplate_learning(self) -> Dict[str, Any]:
+        """The keyword arguments of `neardup.BoilerplateLearner` these options give (less
+        the record's fields)."""
+        return dict(
+            share=self.boilerplate_share,
+            min_pages=self.boilerplate_min_pages,
+            min_count=self.boilerplate_min_count,
+            sample_pages=self.boilerplate_sample_pages,
+        )
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)

@@ -33,46 +33,118 @@ ANALYSIS_FIELDS = [
 RECORD = ["doc", "id", "url", "first_seen", "fp", "fp_hi", "content", "set", "language"]
 
 
-def analyze(df: DataFrame, opts: Options, json_column: Optional[str], now_ms: int) -> DataFrame:
+def analyze(
+    df: DataFrame, opts: Options, json_column: Optional[str], now_ms: int, boilerplate: Any = None
+) -> DataFrame:
     """Stage 1: each record normalised, shingled and fingerprinted in the executors
-    (`mapInArrow`), beside its own columns. A record that cannot be used gets `_nd_reason`."""
+    (`mapInArrow`), beside its own columns. A record that cannot be used gets `_nd_reason`.
+    `boilerplate`: a broadcast of the shingle hashes every record leaves out (bytes, as
+    `learn_boilerplate` unions them), or None."""
     schema = T.StructType(
         list(df.schema.fields)
         + [T.StructField("_nd_" + name, t, True) for name, t in ANALYSIS_FIELDS]
     )
     kwargs = opts.analysis_kwargs()
-    if json_column is None:
-        present = set(df.columns)
-        missing = [n for n in [opts.id] if n not in present]
-        if missing:
-            raise ValueError(f"no column {missing[0]!r} (the record id): pass id=NAME")
-        if opts.text is not None:
-            absent = [n for n in opts.text if n not in present]
-            if absent:
-                raise ValueError(f"no column {absent[0]!r} (a text field)")
-        elif not any(n in present for n in opts.text_fields):
-            raise ValueError(
-                "no text column: none of "
-                + ", ".join(repr(n) for n in opts.text_fields)
-                + " (pass text=NAME)"
-            )
-        else:
-            kwargs["text"] = [n for n in opts.text_fields if n in present]
-        _check_types(df, [opts.id, opts.url] + list(kwargs["text"]), opts.first_seen)
+    kwargs["text"] = text_columns(df, opts, json_column)
 
     def run(batches):
         import pyarrow as pa
 
         import neardup
 
+        furniture = None if boilerplate is None else boilerplate.value
         for batch in batches:
-            out = neardup.analyze_batch(batch, json=json_column, now_ms=now_ms, threads=1, **kwargs)
+            out = neardup.analyze_batch(
+                batch, json=json_column, now_ms=now_ms, boilerplate=furniture, threads=1, **kwargs
+            )
             yield pa.RecordBatch.from_arrays(
                 list(batch.columns) + list(out.columns),
                 names=list(batch.schema.names) + ["_nd_" + n for n in out.schema.names],
             )
 
     return df.mapInArrow(run, schema)
+
+
+def text_columns(df: DataFrame, opts: Options, json_column: Optional[str]) -> List[str]:
+    """The text fields a record is read from: with `json_column`, the options'; else the
+    columns of them `df` has, checked with the id's, the URL's and the time's types before
+    any task runs."""
+    if json_column is not None:
+        return list(opts.text_fields)
+    present = set(df.columns)
+    if opts.id not in present:
+        raise ValueError(f"no column {opts.id!r} (the record id): pass id=NAME")
+    if opts.text is not None:
+        absent = [n for n in opts.text if n not in present]
+        if absent:
+            raise ValueError(f"no column {absent[0]!r} (a text field)")
+        text = list(opts.text)
+    else:
+        text = [n for n in opts.text_fields if n in present]
+        if not text:
+            raise ValueError(
+                "no text column: none of "
+                + ", ".join(repr(n) for n in opts.text_fields)
+                + " (pass text=NAME)"
+            )
+    _check_types(df, [opts.id, opts.url] + text, opts.first_seen)
+    return text
+
+
+#: What `learn_boilerplate` learns: one row per host with enough pages.
+LEARNED = T.StructType(
+    [
+        T.StructField("host", T.StringType()),
+        T.StructField("pages", T.LongType()),
+        T.StructField("shingles", T.BinaryType()),
+    ]
+)
+
+
+def learn_boilerplate(df: DataFrame, opts: Options, json_column: Optional[str]) -> DataFrame:
+    """Stage 0 (with `boilerplate`): each host's boilerplate, learned as the CLI learns it.
+    Records are keyed by host and document id in the executors, shuffled so that each
+    host's pages are in one partition in document-id order, and counted there by the
+    library's learner (`neardup.BoilerplateLearner`): its first `boilerplate_sample_pages`
+    pages shingled and counted. Rows: `host`, `pages`, `shingles` (8-byte hashes)."""
+    text = text_columns(df, opts, json_column)
+    keys = dict(json=json_column, id=opts.id, url=opts.url)
+    learner = dict(
+        opts.boilerplate_learning(),
+        json=json_column,
+        id=opts.id,
+        text=text,
+        url=opts.url,
+        first_seen=opts.first_seen,
+        threads=1,
+        **opts._profile_kwargs(),
+    )
+    hosted = T.StructType(
+        list(df.schema.fields)
+        + [T.StructField("_nd_host", T.StringType(), True), T.StructField("_nd_doc", T.LongType(), True)]
+    )
+
+    def with_hosts(batches):
+        import neardup
+
+        for batch in batches:
+            yield neardup.with_hosts(batch, **keys)
+
+    def learn(batches):
+        import neardup
+
+        host_learner = neardup.BoilerplateLearner(**learner)
+        for batch in batches:
+            host_learner.add(batch)
+        yield host_learner.finish()
+
+    return (
+        df.mapInArrow(with_hosts, hosted)
+        .filter(F.col("_nd_host").isNotNull())
+        .repartition("_nd_host")
+        .sortWithinPartitions("_nd_host", "_nd_doc")
+        .mapInArrow(learn, LEARNED)
+    )
 
 
 def _check_types(df: DataFrame, strings: List[str], time: str) -> None:
