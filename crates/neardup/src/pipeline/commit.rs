@@ -3,10 +3,27 @@
 //! behind, while the caller prepares the next batch.
 
 use super::analyze::Analysed;
+use super::candidates::{IndexKind, Presearched};
 use super::{Deduper, Outcome, PreparedRecord};
 use crate::record::{Record, Timestamp};
 use crate::store::{Batch, Store};
 use crate::{Error, Result};
+
+/// What a sync applied of other processes' commits.
+#[derive(Default)]
+pub(super) struct Synced {
+    /// The records it put in an index: (handle, index, indexed fingerprint bits).
+    indexed: Vec<(u64, IndexKind, u64)>,
+    /// Whether it erased records.
+    erased: bool,
+}
+
+/// Searches made before the store's lock ([`Deduper::presearch_window`] over a whole batch),
+/// and the records indexed since, which complete them.
+pub(super) struct Early {
+    pub(super) found: Vec<Option<Presearched>>,
+    pub(super) added: Vec<(u64, IndexKind, u64)>,
+}
 
 impl<S: Store> Deduper<S> {
     /// Sets a store meta value of the caller's own (a key not used by neardup itself, such
@@ -27,12 +44,20 @@ impl<S: Store> Deduper<S> {
         &mut self,
         f: impl FnOnce(&mut Self, &mut Batch) -> Result<T>,
     ) -> Result<T> {
+        self.exclusive_synced(|d, _, batch| f(d, batch))
+    }
+
+    /// [`exclusive`](Self::exclusive), telling `f` what the sync applied.
+    fn exclusive_synced<T>(
+        &mut self,
+        f: impl FnOnce(&mut Self, Synced, &mut Batch) -> Result<T>,
+    ) -> Result<T> {
         self.check()?;
         self.wait_committed()?;
         self.store.lock()?;
-        let result = self.sync_remote().and_then(|()| {
+        let result = self.sync_remote().and_then(|synced| {
             let mut batch = Batch::default();
-            let out = f(self, &mut batch)?;
+            let out = f(self, synced, &mut batch)?;
             self.commit(batch)?;
             Ok(out)
         });
@@ -44,17 +69,18 @@ impl<S: Store> Deduper<S> {
     }
 
     /// Applies batches committed by other processes since this one last synchronised.
-    fn sync_remote(&mut self) -> Result<()> {
+    fn sync_remote(&mut self) -> Result<Synced> {
         let mut remote = Vec::new();
         self.store.sync(&mut |b| remote.push(b))?;
+        let mut synced = Synced::default();
         for batch in remote {
-            self.apply_remote(batch)?;
+            self.apply_remote(batch, &mut synced)?;
         }
-        Ok(())
+        Ok(synced)
     }
 
     /// Brings memory up to date with a batch another process committed. Idempotent.
-    fn apply_remote(&mut self, batch: Batch) -> Result<()> {
+    fn apply_remote(&mut self, batch: Batch, synced: &mut Synced) -> Result<()> {
         for n in &batch.records {
             let r = &n.record;
             if self.meta.contains_key(&r.handle) {
@@ -63,9 +89,12 @@ impl<S: Store> Deduper<S> {
             self.next_handle = self.next_handle.max(r.handle + 1);
             self.remember(r);
             if self.indexes(r.handle, r.content_hash) {
-                self.index_record(r.handle)?;
+                if let Some(kind) = self.index_record(r.handle)? {
+                    synced.indexed.push((r.handle, kind, r.fingerprint as u64));
+                }
             }
         }
+        synced.erased |= !batch.erase.is_empty();
         for &h in &batch.erase {
             self.forget(h, &mut Batch::default())?;
         }
@@ -165,8 +194,44 @@ impl<S: Store> Deduper<S> {
     ) -> Result<Vec<Outcome>> {
         assert_eq!(records.len(), prepared.len(), "one analysis per record");
         self.check()?;
-        // Decided after the sync: boilerplate another process committed may have changed.
-        self.exclusive(|d, batch| d.decide_batch(records, prepared, now, batch))
+        self.wait_committed()?;
+        // The costly half of the decisions (index probes, reading and comparing the
+        // candidates' sets: with a remote store, round trips) runs before the store's lock,
+        // on what this deduper holds. Under the lock, only the records other processes
+        // committed meanwhile are searched on top (a scan, as for the batch's own records),
+        // so the lock is held for the decisions, not for the reads, and workers do not
+        // queue behind each other's reads.
+        let generation = self.generation;
+        let analysed: Vec<Analysed> = records
+            .iter()
+            .zip(prepared)
+            .map(|(r, p)| self.current(r, p))
+            .collect();
+        let found = if records.len() >= super::decide::PARALLEL_PRESEARCH_MIN {
+            Some(self.presearch_window(records, &analysed)?)
+        } else {
+            None
+        };
+        self.exclusive_synced(|d, synced, batch| {
+            let (analysed, early) = if d.generation != generation {
+                // Boilerplate another process committed changed every analysis.
+                let analysed = records
+                    .iter()
+                    .map(|r| Analysed::Done(d.prepare(r, &mut crate::Scratch::default())))
+                    .collect();
+                (analysed, None)
+            } else {
+                // An erasure may have freed a place among a record's nearest candidates
+                // that the search before the lock cut off: search again then.
+                let early = found.filter(|_| !synced.erased).map(|found| Early {
+                    found,
+                    added: synced.indexed,
+                });
+                (analysed, early)
+            };
+            d.grow_index_for(records.len())?;
+            d.decide_all(records, analysed, early, now, batch)
+        })
     }
 
     /// Decides `records` into `batch`: their analyses made current (see
@@ -184,7 +249,7 @@ impl<S: Store> Deduper<S> {
             .map(|(r, p)| self.current(r, p))
             .collect();
         self.grow_index_for(records.len())?;
-        self.decide_all(records, prepared, now, batch)
+        self.decide_all(records, prepared, None, now, batch)
     }
 
     /// [`process_prepared`](Self::process_prepared) with the commit behind: the batch is
@@ -236,7 +301,7 @@ impl<S: Store> Deduper<S> {
     pub fn refresh(&mut self) -> Result<()> {
         self.check()?;
         self.wait_committed()?;
-        let result = self.sync_remote();
+        let result = self.sync_remote().map(drop);
         self.poison_on_error(result)
     }
 

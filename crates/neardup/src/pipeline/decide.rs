@@ -7,6 +7,7 @@ use rayon::prelude::*;
 use super::analyze::{with_scratch, Analysed, Prepared, TextEntry};
 use super::candidates::{Presearched, Scored, MAX_LOGGED_REJECTIONS};
 use super::cluster::{Bound, Fusable, Linked};
+use super::commit::Early;
 use super::sets::Set;
 use super::{Decision, Deduper, FastSet, MergeRule};
 use crate::record::{Record, Timestamp};
@@ -26,7 +27,7 @@ pub(super) const PRESEARCH_WINDOW: usize = 1024;
 /// threads on cores the request handlers share) made the insert tail no shorter (server-side
 /// p99 at 5,000 inserts/s: 12-23 ms on the calling thread against 18-22 ms in the pool, the
 /// same throughput).
-const PARALLEL_PRESEARCH_MIN: usize = 64;
+pub(super) const PARALLEL_PRESEARCH_MIN: usize = 64;
 
 /// The outcome of one record of a [`Deduper::process`] call.
 #[derive(Debug, Clone, PartialEq)]
@@ -79,31 +80,55 @@ impl<S: Store> Deduper<S> {
         self.collect_pairs = on;
     }
 
+    /// Decides `records` in order. With `early` (their searches made before the store's
+    /// lock, and the records other processes committed since), the batch is decided as
+    /// one window whose searches are completed by a scan of those records and of the
+    /// batch's own; without, in windows searched as they come.
     pub(super) fn decide_all(
         &mut self,
         records: &[Record],
         prepared: Vec<Analysed>,
+        early: Option<Early>,
         now: Timestamp,
         batch: &mut Batch,
     ) -> Result<Vec<Outcome>> {
         let mut outcomes = Vec::with_capacity(records.len());
-        let mut prepared = prepared.into_iter();
-        for window in records.chunks(PRESEARCH_WINDOW) {
-            let window_prepared: Vec<Analysed> = prepared.by_ref().take(window.len()).collect();
-            self.decide_window(window, window_prepared, now, batch, &mut outcomes)?;
-        }
+        self.group.clear();
+        self.group_fps.clear();
+        let decided = match early {
+            Some(Early { found, added }) => {
+                for (handle, kind, fingerprint) in added {
+                    self.group.push((handle, kind));
+                    self.group_fps.push(fingerprint);
+                }
+                self.decide_window(records, prepared, Some(found), now, batch, &mut outcomes)
+            }
+            None => {
+                let mut prepared = prepared.into_iter();
+                records.chunks(PRESEARCH_WINDOW).try_for_each(|window| {
+                    let window_prepared: Vec<Analysed> =
+                        prepared.by_ref().take(window.len()).collect();
+                    self.decide_window(window, window_prepared, None, now, batch, &mut outcomes)
+                })
+            }
+        };
+        self.group.clear();
+        self.group_fps.clear();
+        decided?;
         Ok(outcomes)
     }
 
     /// Decides a window of records in order. Their searches among the records stored
-    /// before the window run first, in parallel ([`presearch`](Self::presearch)); each
-    /// decision then adds the records decided before it in the window
+    /// before the window run first, in parallel ([`presearch`](Self::presearch)), unless
+    /// `found` holds them already; each decision then adds the records indexed since
+    /// (`group`: those decided before it in the window, and any the caller put there)
     /// ([`complete_presearch`](Self::complete_presearch)), so the outcome is exactly that
     /// of deciding one record after the other.
     fn decide_window(
         &mut self,
         records: &[Record],
         mut prepared: Vec<Analysed>,
+        found: Option<Vec<Option<Presearched>>>,
         now: Timestamp,
         batch: &mut Batch,
         outcomes: &mut Vec<Outcome>,
@@ -141,14 +166,19 @@ impl<S: Store> Deduper<S> {
                 prepared[i] = Analysed::Done(p);
             }
         }
-        let found: Vec<Option<Presearched>> = if records.len() >= PARALLEL_PRESEARCH_MIN {
-            self.presearch_window(records, &prepared)?
-        } else {
-            Vec::new()
+        let found: Vec<Option<Presearched>> = match found {
+            Some(found) => found,
+            None => {
+                self.group.clear();
+                self.group_fps.clear();
+                if records.len() >= PARALLEL_PRESEARCH_MIN {
+                    self.presearch_window(records, &prepared)?
+                } else {
+                    Vec::new()
+                }
+            }
         };
         let mut found = found.into_iter();
-        self.group.clear();
-        self.group_fps.clear();
         for (record, prepared) in records.iter().zip(prepared) {
             let found = found.next().flatten();
             let outcome = match self.settle(record, prepared)? {
@@ -162,8 +192,6 @@ impl<S: Store> Deduper<S> {
             };
             outcomes.push(outcome);
         }
-        self.group.clear();
-        self.group_fps.clear();
         Ok(())
     }
 

@@ -1856,3 +1856,58 @@ proptest::proptest! {
         proptest::prop_assert_eq!(partition(single(), &shuffled, batch), want);
     }
 }
+
+/// A batch searched before the store's lock, on a view other processes wrote past, is
+/// completed under the lock with what they committed: the same outcomes as a deduper that
+/// saw every write first (with an erasure among them, the batch is searched again).
+#[test]
+fn a_batch_searched_before_the_lock_decides_as_if_it_saw_every_commit() {
+    let docs = |prefix: &str, seed: u64| -> Vec<Record> {
+        (0..20)
+            .map(|i| Record::new(format!("{prefix}{i}"), doc(seed + i, 200)))
+            .collect()
+    };
+    let mut batch = Vec::new();
+    for i in 0..20 {
+        batch.push(Record::new(
+            format!("e-old{i}"),
+            edit(&doc(300 + i, 200), 3),
+        ));
+        batch.push(Record::new(format!("e-b{i}"), edit(&doc(400 + i, 200), 3)));
+        batch.push(Record::new(format!("new{i}"), doc(500 + i, 200)));
+        batch.push(Record::new(
+            format!("e-new{i}"),
+            edit(&doc(500 + i, 200), 4),
+        ));
+    }
+    assert!(batch.len() >= super::decide::PARALLEL_PRESEARCH_MIN);
+    for erase in [false, true] {
+        let (_tmp, path) = temp_db("shared.db");
+        let (_tmp2, alone) = temp_db("alone.db");
+        // `a` stores the old texts, then `b` writes while `a` does not sync: texts only
+        // `b` knows of, and maybe an erasure.
+        let mut a = sqlite(&path);
+        a.process(&docs("old", 300), t(NOW)).unwrap();
+        let mut b = sqlite(&path);
+        b.process(&docs("b", 400), t(NOW)).unwrap();
+        // The same writes by one deduper, which sees each as it is made.
+        let mut c = sqlite(&alone);
+        c.process(&docs("old", 300), t(NOW)).unwrap();
+        c.process(&docs("b", 400), t(NOW)).unwrap();
+        if erase {
+            b.erase(&["old3"]).unwrap();
+            c.erase(&["old3"]).unwrap();
+        }
+        let ours = a.process(&batch, t(NOW)).unwrap();
+        let expected = c.process(&batch, t(NOW)).unwrap();
+        assert_eq!(ours, expected, "erase: {erase}");
+        // Edits of `b`'s texts found `b`'s records, which `a` learned of under the lock.
+        for (i, o) in ours
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| o.id.starts_with("e-b"))
+        {
+            assert_merged_into(&o.decision, &format!("b{}", i / 4));
+        }
+    }
+}
