@@ -13,6 +13,8 @@
 # Usage: scripts/bench_redis.sh            (STORED=1000000 INSERT=40000 QUERIES=20000)
 #        STORED=100000 scripts/bench_redis.sh   (a quicker look)
 #        BACKENDS=redis,cluster scripts/bench_redis.sh   (some of sqlite, redis, cluster)
+#        BASELINE=<git rev> scripts/bench_redis.sh   (each backend run with the driver built
+#            at that revision too, alternating, for a before/after in one run)
 # The driver is built under CARGO_TARGET_DIR when set (else target/).
 # Output: bench-out/redis/report.txt
 set -euo pipefail
@@ -59,9 +61,22 @@ redis-cli --cluster create 127.0.0.1:$((BASE + 1)) 127.0.0.1:$((BASE + 2)) 127.0
     --cluster-replicas 0 --cluster-yes >"$OUT/run/cluster-create.log"
 until redis-cli -p $((BASE + 1)) cluster info | grep -q cluster_state:ok; do sleep 0.2; done
 
+TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
+BINS=()
+if [ -n "${BASELINE:-}" ]; then
+    echo "building the baseline driver at $BASELINE (release)"
+    rm -rf "$OUT/run/baseline"
+    git worktree add -q --detach "$OUT/run/baseline" "$BASELINE"
+    # A target directory of its own: built into this tree's, the two drivers share an
+    # output path, and cargo may leave the other's binary there.
+    (cd "$OUT/run/baseline" && CARGO_TARGET_DIR="$TARGET/bench-redis-baseline" cargo build --release -q -p neardup --features redis --example bench_redis)
+    cp "$TARGET/bench-redis-baseline/release/examples/bench_redis" "$OUT/run/bench_redis.baseline"
+    git worktree remove --force "$OUT/run/baseline"
+    BINS+=("$OUT/run/bench_redis.baseline")
+fi
 echo "building the driver (release)"
 cargo build --release -q -p neardup --features redis --example bench_redis
-BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/examples/bench_redis"
+BINS+=("$TARGET/release/examples/bench_redis")
 
 {
     echo "== neardup on Redis: $(date -u '+%Y-%m-%d %H:%M:%S UTC') =="
@@ -71,11 +86,23 @@ BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/examples/bench_redis"
     echo "stored=$STORED, each run inserts $INSERT new records and runs $QUERIES queries, workers=$WORKERS, batch=1000"
 } | tee "$REPORT"
 
+reset() { # store nodes: each driver starts from an empty store and fills it to STORED
+    if [ -z "$2" ]; then
+        rm -f "$1" "$1-wal" "$1-shm"
+    else
+        for node in ${2//,/ }; do redis-cli -h "${node%:*}" -p "${node#*:}" flushall >/dev/null; done
+    fi
+}
 run() { # title store nodes
-    echo "-- $1 ($2)" | tee -a "$REPORT"
-    "$BIN" --store "$2" --nodes "$3" --stored "$STORED" --insert "$INSERT" --queries "$QUERIES" \
-        --workers "$WORKERS" 2>&1 | tee -a "$REPORT"
-    echo | tee -a "$REPORT"
+    for bin in "${BINS[@]}"; do
+        reset "$2" "$3"
+        local which="this tree"
+        [[ "$bin" == *.baseline ]] && which="baseline $BASELINE"
+        echo "-- $1 ($2), $which" | tee -a "$REPORT"
+        "$bin" --store "$2" --nodes "$3" --stored "$STORED" --insert "$INSERT" --queries "$QUERIES" \
+            --workers "$WORKERS" 2>&1 | tee -a "$REPORT"
+        echo | tee -a "$REPORT"
+    done
 }
 wants() { [[ ",$BACKENDS," == *",$1,"* ]]; }
 if wants sqlite; then run "embedded SQLite" "$OUT/run/bench.db" ""; fi
