@@ -3,7 +3,8 @@
 //! behind, while the caller prepares the next batch.
 
 use super::analyze::Analysed;
-use super::candidates::{IndexKind, Presearched};
+use super::candidates::IndexKind;
+use super::decide::{Early, PARALLEL_PRESEARCH_MIN};
 use super::{Deduper, Outcome, PreparedRecord};
 use crate::record::{Record, Timestamp};
 use crate::store::{Batch, Store};
@@ -16,13 +17,6 @@ pub(super) struct Synced {
     indexed: Vec<(u64, IndexKind, u64)>,
     /// Whether it erased records.
     erased: bool,
-}
-
-/// Searches made before the store's lock ([`Deduper::presearch_window`] over a whole batch),
-/// and the records indexed since, which complete them.
-pub(super) struct Early {
-    pub(super) found: Vec<Option<Presearched>>,
-    pub(super) added: Vec<(u64, IndexKind, u64)>,
 }
 
 impl<S: Store> Deduper<S> {
@@ -207,7 +201,7 @@ impl<S: Store> Deduper<S> {
             .zip(prepared)
             .map(|(r, p)| self.current(r, p))
             .collect();
-        let found = if records.len() >= super::decide::PARALLEL_PRESEARCH_MIN {
+        let found = if records.len() >= PARALLEL_PRESEARCH_MIN {
             Some(self.presearch_window(records, &analysed)?)
         } else {
             None

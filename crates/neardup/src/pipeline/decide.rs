@@ -7,7 +7,6 @@ use rayon::prelude::*;
 use super::analyze::{with_scratch, Analysed, Prepared, TextEntry};
 use super::candidates::{Presearched, Scored, MAX_LOGGED_REJECTIONS};
 use super::cluster::{Bound, Fusable, Linked};
-use super::commit::Early;
 use super::sets::Set;
 use super::{Decision, Deduper, FastSet, MergeRule};
 use crate::record::{Record, Timestamp};
@@ -28,6 +27,13 @@ pub(super) const PRESEARCH_WINDOW: usize = 1024;
 /// p99 at 5,000 inserts/s: 12-23 ms on the calling thread against 18-22 ms in the pool, the
 /// same throughput).
 pub(super) const PARALLEL_PRESEARCH_MIN: usize = 64;
+
+/// Searches made before the store's lock ([`Deduper::presearch_window`] over a whole batch),
+/// and the records indexed since, which complete them.
+pub(super) struct Early {
+    pub(super) found: Vec<Option<Presearched>>,
+    pub(super) added: Vec<(u64, super::candidates::IndexKind, u64)>,
+}
 
 /// The outcome of one record of a [`Deduper::process`] call.
 #[derive(Debug, Clone, PartialEq)]
