@@ -66,6 +66,7 @@ BINS=()
 if [ -n "${BASELINE:-}" ]; then
     echo "building the baseline driver at $BASELINE (release)"
     rm -rf "$OUT/run/baseline"
+    git worktree prune # one an interrupted run left registered
     git worktree add -q --detach "$OUT/run/baseline" "$BASELINE"
     # A target directory of its own: built into this tree's, the two drivers share an
     # output path, and cargo may leave the other's binary there.
