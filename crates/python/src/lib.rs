@@ -38,6 +38,7 @@ fn _neardup(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(batch::annotate_json, m)?)?;
     m.add_function(wrap_pyfunction!(batch::pigeonhole_blocks, m)?)?;
     m.add_function(wrap_pyfunction!(batch::block_pairs, m)?)?;
+    m.add_function(wrap_pyfunction!(batch::block_participants, m)?)?;
     m.add_function(wrap_pyfunction!(batch::components, m)?)?;
     m.add_function(wrap_pyfunction!(batch::jaccard_batch, m)?)?;
     Ok(())

@@ -366,3 +366,50 @@ def test_boilerplate_learned_from_the_records_leaves_a_template_out():
     with neardup.Deduper(boilerplate=True, boilerplate_min_pages=10) as d:
         rows = d.process(pages).to_pylist()
     assert [r["decision"] for r in rows] == ["kept"] * 30
+
+
+def test_block_participants_are_every_record_verification_needs():
+    """The first round of the Spark job's verification: over narrow block rows, the
+    records a group needs. Block rows of just those records give the same verified pairs
+    (and candidates) as every record's rows, with pairs of two old records left out alike;
+    on a real recrawl they are a fraction of the rows."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from real_corpus import real_records, recrawl
+
+    base = real_records(3000)
+    lines = [json.dumps(r) for r in base + recrawl(base)]
+    analysed = neardup.analyze_batch(pa.RecordBatch.from_arrays([pa.array(lines)], names=["value"]), json="value", now_ms=0)
+    ok = analysed.filter(pa.compute.is_null(analysed.column("reason")))
+    old = pa.array([i % 3 == 0 for i in range(ok.num_rows)])
+    records = pa.RecordBatch.from_arrays(
+        [ok.column("doc"), ok.column("fp"), ok.column("fp_hi"), ok.column("set"), old],
+        names=["doc", "fp", "fp_hi", "set", "old"],
+    )
+    sizes = pa.compute.divide(pa.compute.binary_length(records.column("set")), 4)
+    narrow = pa.RecordBatch.from_arrays(
+        [records.column("doc"), records.column("fp"), records.column("fp_hi"), sizes.cast(pa.int32()), old],
+        names=["doc", "fp", "fp_hi", "size", "old"],
+    )
+    for k in (3, 16):
+        every = neardup.pigeonhole_blocks(records, bits=64, k=k)
+        want = neardup.block_pairs(every, bits=64, k=k, min_jaccard=0.8)
+        needed = neardup.block_participants(
+            neardup.pigeonhole_blocks(narrow, bits=64, k=k), bits=64, k=k, min_jaccard=0.8
+        )
+        keys = set(zip(*(needed.column(c).to_pylist() for c in ("block", "value", "doc"))))
+        assert len(keys) == needed.num_rows
+        rows = every.filter(
+            pa.array([key in keys for key in zip(*(every.column(c).to_pylist() for c in ("block", "value", "doc")))])
+        )
+        got = neardup.block_pairs(rows, bits=64, k=k, min_jaccard=0.8)
+        pairs = lambda t: sorted(zip(*(t.column(c).to_pylist() for c in ("a", "b", "distance", "jaccard"))))
+        assert pairs(got) == pairs(want)
+        assert len(pairs(want)) > 100
+        assert needed.schema.metadata[b"candidates"] == want.schema.metadata[b"candidates"]
+        assert rows.num_rows < every.num_rows / 3, (k, rows.num_rows, every.num_rows)
+    with pytest.raises(ValueError, match="size"):
+        neardup.block_participants(every, bits=64, k=16, min_jaccard=0.8)
+    with pytest.raises(ValueError, match="min_jaccard"):
+        neardup.block_participants(neardup.pigeonhole_blocks(narrow, bits=64, k=3), bits=64, k=3, min_jaccard=1.5)

@@ -212,6 +212,16 @@ def block_pairs(
     """Pairs within k bits among pigeonhole_blocks rows, group by group (lowest agreeing
     block only; tiles where the rows carry ta, tb, side); with min_jaccard, verified against
     the rows' sets and returned with `jaccard`. Schema metadata `candidates`: pairs found."""
+def block_participants(
+    rows: Union[pa.Table, pa.RecordBatch],
+    *,
+    bits: int,
+    k: int,
+    min_jaccard: float,
+) -> pa.RecordBatch:
+    """Over block rows carrying `size` (a set's length in ids) instead of the set: `block`,
+    `value`, `doc` of each record a group's verification needs (a candidate the sizes allow,
+    in its lowest agreeing block's group). Schema metadata `candidates`: pairs found."""
 def components(a: pa.Array, b: pa.Array) -> pa.RecordBatch:
     """Connected components of the edges a[i] ~ b[i] (int64): `doc`, `root` (the smallest
     doc of its component), one row per node."""

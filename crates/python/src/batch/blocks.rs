@@ -28,8 +28,9 @@ use super::{
 /// under: two fingerprints within `k` bits agree exactly on at least one of `k + 1` disjoint
 /// blocks (the pigeonhole principle), so grouping by (`block`, `value`) puts every such pair
 /// in one group at least. Rows: `block` (int32), `value` (int64: the block's bits), `doc`,
-/// `fp`, `fp_hi`, and the batch's `set` (binary) and `old` (bool) where it has them, so that
-/// a group can verify its pairs itself ([`block_pairs`] with `min_jaccard`).
+/// `fp`, `fp_hi`, and the batch's `set` (binary), `size` (int32) and `old` (bool) where it
+/// has them, so that a group can verify its pairs itself ([`block_pairs`] with
+/// `min_jaccard`) or name the records verification needs ([`block_participants`]).
 #[pyfunction]
 #[pyo3(signature = (batch, *, bits, k))]
 pub fn pigeonhole_blocks(
@@ -44,6 +45,7 @@ pub fn pigeonhole_blocks(
     let fps = fingerprints(&batch)?;
     let sets = optional_binary(&batch, "set")?;
     let olds = optional_bool(&batch, "old")?;
+    let sizes = optional_int32(&batch, "size")?;
     let n = fps.len() * blocks.count as usize;
     let mut block = Int32Builder::with_capacity(n);
     let mut value = Int64Builder::with_capacity(n);
@@ -55,6 +57,7 @@ pub fn pigeonhole_blocks(
         .map_or(0, |s| s.value_data().len() * blocks.count as usize);
     let mut set = BinaryBuilder::with_capacity(n, set_bytes);
     let mut old = BooleanBuilder::with_capacity(n);
+    let mut size = Int32Builder::with_capacity(n);
     for (i, &fp) in fps.iter().enumerate() {
         for j in 0..blocks.count {
             block.append_value(j as i32);
@@ -68,6 +71,9 @@ pub fn pigeonhole_blocks(
             if let Some(o) = &olds {
                 old.append_option(o.is_valid(i).then(|| o.value(i)));
             }
+            if let Some(z) = &sizes {
+                size.append_option(z.is_valid(i).then(|| z.value(i)));
+            }
         }
     }
     let mut columns: Vec<(&str, ArrayRef)> = vec![
@@ -79,6 +85,9 @@ pub fn pigeonhole_blocks(
     ];
     if sets.is_some() {
         columns.push(("set", Arc::new(set.finish())));
+    }
+    if sizes.is_some() {
+        columns.push(("size", Arc::new(size.finish())));
     }
     if olds.is_some() {
         columns.push(("old", Arc::new(old.finish())));
@@ -115,13 +124,14 @@ pub fn block_pairs(
 ) -> PyResult<Py<PyAny>> {
     let blocks = Blocks::new(bits, k)?;
     if let Some(t) = min_jaccard {
-        if !(0.0..=1.0).contains(&t) {
-            return Err(PyValueError::new_err(format!(
-                "min_jaccard {t}: a Jaccard threshold is between 0 and 1"
-            )));
-        }
+        check_threshold(t)?;
     }
-    let rows = BlockRows::read(rows, min_jaccard.is_some())?;
+    let carried = if min_jaccard.is_some() {
+        Carried::Sets
+    } else {
+        Carried::Nothing
+    };
+    let rows = BlockRows::read(rows, carried)?;
     let (pairs, candidates) = py.detach(|| rows.pairs(&blocks, min_jaccard));
     let mut a = Int64Builder::with_capacity(pairs.len());
     let mut b = Int64Builder::with_capacity(pairs.len());
@@ -141,6 +151,65 @@ pub fn block_pairs(
     if min_jaccard.is_some() {
         columns.push(("jaccard", Arc::new(jaccard.finish())));
     }
+    counted(py, columns, candidates)
+}
+
+/// block_participants(rows, *, bits, k, min_jaccard) -> pyarrow.RecordBatch
+///
+/// The first of two rounds that verify [`block_pairs`] with a fraction of the sets moved:
+/// over block rows that carry each record's set length (`size`, int32) instead of its set
+/// (and `old` where it matters), the records that verification in a group would need. Rows:
+/// `block`, `value`, `doc`, once each: every record with a candidate in the group
+/// (`block`, `value`) whose lowest agreeing block is `block`, whose set sizes allow
+/// `min_jaccard` and that is not a pair of two old records. Block rows of just these
+/// records, with their sets, give [`block_pairs`] with `min_jaccard` the same pairs as
+/// every record's rows would: each pair it verifies has both records here. The schema's
+/// metadata `candidates` counts the pairs within `k`, as [`block_pairs`]'s does.
+#[pyfunction]
+#[pyo3(signature = (rows, *, bits, k, min_jaccard))]
+pub fn block_participants(
+    py: Python<'_>,
+    rows: &Bound<'_, PyAny>,
+    bits: u32,
+    k: u32,
+    min_jaccard: f64,
+) -> PyResult<Py<PyAny>> {
+    let blocks = Blocks::new(bits, k)?;
+    check_threshold(min_jaccard)?;
+    let rows = BlockRows::read(rows, Carried::Sizes)?;
+    let (found, candidates) = py.detach(|| rows.participants(&blocks, min_jaccard));
+    let mut block = Int32Builder::with_capacity(found.len());
+    let mut value = Int64Builder::with_capacity(found.len());
+    let mut doc = Int64Builder::with_capacity(found.len());
+    for (b, v, d) in found {
+        block.append_value(b);
+        value.append_value(v);
+        doc.append_value(d);
+    }
+    let columns: Vec<(&str, ArrayRef)> = vec![
+        ("block", Arc::new(block.finish())),
+        ("value", Arc::new(value.finish())),
+        ("doc", Arc::new(doc.finish())),
+    ];
+    counted(py, columns, candidates)
+}
+
+fn check_threshold(t: f64) -> PyResult<()> {
+    if (0.0..=1.0).contains(&t) {
+        Ok(())
+    } else {
+        Err(PyValueError::new_err(format!(
+            "min_jaccard {t}: a Jaccard threshold is between 0 and 1"
+        )))
+    }
+}
+
+/// `columns` as a pyarrow RecordBatch whose schema's metadata `candidates` is `candidates`.
+fn counted(
+    py: Python<'_>,
+    columns: Vec<(&str, ArrayRef)>,
+    candidates: usize,
+) -> PyResult<Py<PyAny>> {
     let out = batch_of(columns).map_err(arrow_err)?;
     let metadata = HashMap::from([("candidates".to_owned(), candidates.to_string())]);
     let schema = Arc::new(out.schema().as_ref().clone().with_metadata(metadata));
@@ -148,6 +217,18 @@ pub fn block_pairs(
         .with_schema(schema)
         .map_err(|e| arrow_err(e.to_string()))?;
     Ok(out.into_pyarrow(py)?.unbind())
+}
+
+/// What block rows carry beside their fingerprints.
+#[derive(Clone, Copy, PartialEq)]
+enum Carried {
+    /// Nothing: pairs are found, not verified.
+    Nothing,
+    /// Each record's set length in ids (`size`, int32), and `old` where the rows have it:
+    /// enough to leave out the pairs verification would skip unscored.
+    Sizes,
+    /// Each record's verification `set`, and `old` where the rows have it.
+    Sets,
 }
 
 /// [`pigeonhole_blocks`] rows read for [`block_pairs`], column by column.
@@ -160,6 +241,8 @@ struct BlockRows {
     /// Each batch's `set` column, and each row's (batch, position) in them.
     set_columns: Vec<arrow_array::BinaryArray>,
     set_at: Vec<(u32, u32)>,
+    /// Each row's set length in ids (with [`Carried::Sizes`]).
+    sizes: Vec<u32>,
     olds: Vec<bool>,
 }
 
@@ -167,7 +250,7 @@ struct BlockRows {
 type Found = (i64, i64, u32, Option<f64>);
 
 impl BlockRows {
-    fn read(rows: &Bound<'_, PyAny>, with_sets: bool) -> PyResult<BlockRows> {
+    fn read(rows: &Bound<'_, PyAny>, carried: Carried) -> PyResult<BlockRows> {
         let mut out = BlockRows {
             docs: Vec::new(),
             fps: Vec::new(),
@@ -175,6 +258,7 @@ impl BlockRows {
             sides: Vec::new(),
             set_columns: Vec::new(),
             set_at: Vec::new(),
+            sizes: Vec::new(),
             olds: Vec::new(),
         };
         for (b, batch) in batches_of(rows)?.into_iter().enumerate() {
@@ -213,21 +297,33 @@ impl BlockRows {
                     .map_or((0, 0), |(ta, tb)| (ta.value(i), tb.value(i)));
                 out.keys.push((block.value(i), value.value(i), ta, tb));
             }
-            if with_sets {
-                let s = optional_binary(&batch, "set")?.ok_or_else(|| {
-                    PyValueError::new_err(
-                        "min_jaccard needs the verification sets: a binary column \"set\"",
-                    )
-                })?;
-                if s.null_count() > 0 {
-                    return Err(PyValueError::new_err("column \"set\" has nulls"));
+            match carried {
+                Carried::Nothing => continue,
+                Carried::Sets => {
+                    let s = optional_binary(&batch, "set")?.ok_or_else(|| {
+                        PyValueError::new_err(
+                            "min_jaccard needs the verification sets: a binary column \"set\"",
+                        )
+                    })?;
+                    if s.null_count() > 0 {
+                        return Err(PyValueError::new_err("column \"set\" has nulls"));
+                    }
+                    out.set_at.extend((0..n).map(|i| (b as u32, i as u32)));
+                    out.set_columns.push(s);
                 }
-                out.set_at.extend((0..n).map(|i| (b as u32, i as u32)));
-                out.set_columns.push(s);
-                match optional_bool(&batch, "old")? {
-                    Some(o) => out.olds.extend((0..n).map(|i| o.is_valid(i) && o.value(i))),
-                    None => out.olds.extend(std::iter::repeat_n(false, n)),
+                Carried::Sizes => {
+                    let s = int32_column(&batch, "size")?;
+                    if s.null_count() > 0 || s.values().iter().any(|&v| v < 0) {
+                        return Err(PyValueError::new_err(
+                            "column \"size\" (a set's length in ids) has nulls or negatives",
+                        ));
+                    }
+                    out.sizes.extend(s.values().iter().map(|&v| v as u32));
                 }
+            }
+            match optional_bool(&batch, "old")? {
+                Some(o) => out.olds.extend((0..n).map(|i| o.is_valid(i) && o.value(i))),
+                None => out.olds.extend(std::iter::repeat_n(false, n)),
             }
         }
         Ok(out)
@@ -244,15 +340,20 @@ impl BlockRows {
         }
     }
 
-    /// Every group's pairs (verified with `min_jaccard`), and the candidates found.
-    fn pairs(&self, blocks: &Blocks, min_jaccard: Option<f64>) -> (Vec<Found>, usize) {
+    /// Every group's candidates: `each(group, row, row, distance)` for each pair within
+    /// `k` bits whose lowest agreeing block is the group's, groups in key order. Returns
+    /// the number of candidates.
+    fn candidates(
+        &self,
+        blocks: &Blocks,
+        mut each: impl FnMut((i32, i64, i32, i32), usize, usize, u32),
+    ) -> usize {
         let mut groups: HashMap<(i32, i64, i32, i32), Vec<usize>> = HashMap::new();
         for (i, key) in self.keys.iter().enumerate() {
             groups.entry(*key).or_default().push(i);
         }
         let mut keys: Vec<_> = groups.keys().copied().collect();
         keys.sort_unstable();
-        let mut found = Vec::new();
         let mut candidates = 0;
         for key in keys {
             let rows = &groups[&key];
@@ -262,24 +363,50 @@ impl BlockRows {
             let pairs = group_pairs(blocks, block as u32, &fps, (ta != tb).then_some(&sides));
             candidates += pairs.len();
             for (i, j, distance) in pairs {
-                let (x, y) = (rows[i], rows[j]);
-                let (dx, dy) = (self.docs[x], self.docs[y]);
-                match min_jaccard {
-                    None => found.push((dx, dy, distance, None)),
-                    Some(t) => {
-                        let (sx, sy) = (self.set(x), self.set(y));
-                        if self.olds[x] && self.olds[y] || !sizes_allow(sx.len(), sy.len(), t) {
-                            continue;
-                        }
-                        let j = id_jaccard(&sx, &sy);
-                        if j >= t {
-                            found.push((dx, dy, distance, Some(j)));
-                        }
+                each(key, rows[i], rows[j], distance);
+            }
+        }
+        candidates
+    }
+
+    /// Every group's pairs (verified with `min_jaccard`), and the candidates found.
+    fn pairs(&self, blocks: &Blocks, min_jaccard: Option<f64>) -> (Vec<Found>, usize) {
+        let mut found = Vec::new();
+        let candidates = self.candidates(blocks, |_, x, y, distance| {
+            let (dx, dy) = (self.docs[x], self.docs[y]);
+            match min_jaccard {
+                None => found.push((dx, dy, distance, None)),
+                Some(t) => {
+                    let (sx, sy) = (self.set(x), self.set(y));
+                    if self.olds[x] && self.olds[y] || !sizes_allow(sx.len(), sy.len(), t) {
+                        return;
+                    }
+                    let j = id_jaccard(&sx, &sy);
+                    if j >= t {
+                        found.push((dx, dy, distance, Some(j)));
                     }
                 }
             }
-        }
+        });
         (found, candidates)
+    }
+
+    /// (block, value, doc) of every record with a candidate that verification would score
+    /// (sizes allowing `min_jaccard`, not two old records) in its lowest agreeing block's
+    /// group, once each, sorted; and the candidates found.
+    fn participants(&self, blocks: &Blocks, min_jaccard: f64) -> (Vec<(i32, i64, i64)>, usize) {
+        let mut out = Vec::new();
+        let candidates = self.candidates(blocks, |(block, value, _, _), x, y, _| {
+            let (sx, sy) = (self.sizes[x] as usize, self.sizes[y] as usize);
+            if self.olds[x] && self.olds[y] || !sizes_allow(sx, sy, min_jaccard) {
+                return;
+            }
+            out.push((block, value, self.docs[x]));
+            out.push((block, value, self.docs[y]));
+        });
+        out.sort_unstable();
+        out.dedup();
+        (out, candidates)
     }
 }
 

@@ -14,7 +14,7 @@ mod cluster;
 
 pub use analyze::{analyze_batch, doc_id};
 pub use annotate::{annotate_json, jaccard_batch};
-pub use blocks::{block_pairs, pigeonhole_blocks};
+pub use blocks::{block_pairs, block_participants, pigeonhole_blocks};
 pub use boilerplate::{with_hosts, Learner as BoilerplateLearner};
 pub use cluster::components;
 

@@ -257,8 +257,7 @@ def dedup(
         input_records = analysed.count()
         lap("analysis")
 
-        records, rejects = _stages.unique_ids(analysed)
-        records = persist(records)
+        records, rejects = _stages.unique_ids(analysed, persist)
         new = records.select(*[F.col("_nd_" + c).alias(c) for c in _stages.RECORD]).withColumn(
             "old", F.lit(False)
         )
@@ -280,10 +279,10 @@ def dedup(
             rejects = rejects.unionByName(again)
             new = new.join(state.select("doc"), "doc", "left_anti")
             old = state.select(*_stages.RECORD).withColumn("old", F.lit(True))
-            everything = new.unionByName(old)
+            everything = persist(new.unionByName(old))
         else:
+            # A projection of persisted records: recomputed where read, never copied.
             everything = new
-        everything = persist(everything)
 
         reps, exact = _stages.exact_tier(everything)
         reps = persist(reps)

@@ -4,7 +4,7 @@ analysis, unique ids, the exact tier, and pigeonhole candidates verified by exac
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
@@ -158,14 +158,16 @@ def _check_types(df: DataFrame, strings: List[str], time: str) -> None:
         raise TypeError(f"column {time!r} is {types[time].simpleString()}, not a string or timestamp")
 
 
-def unique_ids(analysed: DataFrame) -> Tuple[DataFrame, DataFrame]:
+def unique_ids(analysed: DataFrame, persist: Callable[[DataFrame], DataFrame]) -> Tuple[DataFrame, DataFrame]:
     """One record per id: (records, rejects). Of several records with one id, the earliest
     first seen (then the smallest content hash) is kept; the others are rejected, with the
     CLI's words where the texts differ. Two ids whose 64-bit document ids collide are
     rejected the same way (about one pair in 2^64, a 3% chance over 10^9 records).
 
     Ids are counted over the document ids alone; only records whose id repeats are ranked,
-    so a corpus of unique ids (the usual case) never moves its records for this check."""
+    so a corpus of unique ids (the usual case) never moves its records for this check: its
+    records are a filter of `analysed` (persisted by the caller), and only ranked records
+    are persisted again (with `persist`)."""
     ok = analysed.filter(F.col("_nd_reason").isNull())
     bad = analysed.filter(F.col("_nd_reason").isNotNull())
     repeated = ok.groupBy("_nd_doc").count().filter(F.col("count") > 1).select("_nd_doc")
@@ -181,7 +183,7 @@ def unique_ids(analysed: DataFrame) -> Tuple[DataFrame, DataFrame]:
         .withColumn("_nd_first_content", F.first("_nd_content").over(order))
     )
     helpers = ("_nd_rank", "_nd_first_id", "_nd_first_content")
-    records = single.unionByName(ranked.filter(F.col("_nd_rank") == 1).drop(*helpers))
+    records = persist(single.unionByName(ranked.filter(F.col("_nd_rank") == 1).drop(*helpers)))
     reason = (
         F.when(
             F.col("_nd_id") != F.col("_nd_first_id"),
@@ -252,6 +254,38 @@ VERIFIED = T.StructType(
 )
 
 
+def block_rows(df: DataFrame, bits: int, k: int) -> DataFrame:
+    """`df` (with `fp`, `fp_hi`) exploded into its `k + 1` pigeonhole block rows: `block`
+    and `value` before `df`'s columns, the values `neardup.pigeonhole_blocks` gives. Built
+    in the JVM from the two fingerprint columns, so a record's wide columns (its set) are
+    copied there, not sent through Python once and back k + 1 times."""
+    count = k + 1
+    blocks = [
+        F.struct(F.lit(j).alias("block"), _block_value(bits, j * bits // count, (j + 1) * bits // count).alias("value"))
+        for j in range(count)
+    ]
+    return df.select(F.inline(F.array(*blocks)), *df.columns)
+
+
+def _block_value(bits: int, start: int, end: int) -> "F.Column":
+    """Bits `start`..`end` of the fingerprint (`fp` its low 64 bits, `fp_hi` the high ones)
+    as one long, shifted down: Rust's `Blocks::value`. A block wider than 64 bits (k = 0
+    over 128) is hashed instead of folded: only equality of values matters to the search."""
+    width = end - start
+    if width > 64:
+        return F.xxhash64("fp", "fp_hi")
+    lo, hi = F.col("fp"), F.col("fp_hi")
+    if end <= 64:
+        v = F.shiftrightunsigned(lo, start) if start else lo
+    elif start >= 64:
+        v = F.shiftrightunsigned(hi, start - 64) if start > 64 else hi
+    else:
+        v = F.shiftrightunsigned(lo, start).bitwiseOR(F.shiftleft(hi, 64 - start))
+    if width < 64:
+        v = v.bitwiseAND(F.lit((1 << width) - 1).cast("long"))
+    return v
+
+
 def near_pairs(reps: DataFrame, opts: Options, skip_old: bool) -> Tuple[DataFrame, Dict[str, Any], Any]:
     """Stages 2 and 3: every pair of representatives within `max_distance` bits whose exact
     Jaccard is at least `min_jaccard`.
@@ -259,44 +293,24 @@ def near_pairs(reps: DataFrame, opts: Options, skip_old: bool) -> Tuple[DataFram
     Candidates come from the pigeonhole principle: k + 1 disjoint blocks of the fingerprint,
     rows shuffled on (block, value), pairs found inside each group (the library's all-pairs
     join or a pair-by-pair scan) and each reported only by the lowest block the two agree
-    on, so no global distinct is needed. Each row carries its record's verification set, so
-    a group verifies its own pairs where the sets already are: the shuffle is k + 1 copies
-    of each set whatever the number of chance pairs, where a join of pairs to sets moves two
-    sets per candidate (at k = 16 on real man pages, 64 candidates per record). A group
-    over `max_bucket` is cut into tiles and compared tile pair by tile pair. With
-    `skip_old`, pairs of two records of the previous run (decided then) are not scored.
+    on, so no global distinct is needed. A group over `max_bucket` is cut into tiles and
+    compared tile pair by tile pair. With `skip_old`, pairs of two records of the previous
+    run (decided then) are not scored.
+
+    `verify="groups"` verifies each pair in its group, where the two sets meet, in two
+    rounds: narrow block rows (fingerprint and set length) find the records that have a
+    candidate the sizes allow in a group (`neardup.block_participants`); then only those
+    records' rows, joined to their sets, are shuffled again and verified. On real man pages
+    at k = 16 a record has such candidates in 3 of its 17 groups, so the sets move about 4
+    times instead of 17; a join of pairs to sets (`verify="join"`) moves two per candidate
+    (30 a record there, after the size filter).
 
     Returns (pairs `a`, `b`, `distance`, `jaccard`, the skew report, an accumulator that
     counts the candidates once the pairs are computed)."""
     bits, k, cap = opts.bits, opts.max_distance, opts.max_bucket
     spark = reps.sparkSession
-    fields = [
-        T.StructField("block", T.IntegerType()),
-        T.StructField("value", T.LongType()),
-        T.StructField("doc", T.LongType()),
-        T.StructField("fp", T.LongType()),
-        T.StructField("fp_hi", T.LongType()),
-    ]
-    rows = ["doc", "fp", "fp_hi"]
-    in_groups = opts.verify == "groups"
-    keys = ["doc", "fp", "fp_hi"]
-    if in_groups:
-        keys.append("set")
-        if skip_old:
-            keys.append("old")
 
-    def blocks_of(batches):
-        import neardup
-
-        for batch in batches:
-            yield neardup.pigeonhole_blocks(batch, bits=bits, k=k)
-
-    sizes = (
-        reps.select(*rows)
-        .mapInArrow(blocks_of, T.StructType(fields))
-        .groupBy("block", "value")
-        .count()
-    )
+    sizes = block_rows(reps.select("fp", "fp_hi"), bits, k).groupBy("block", "value").count()
     # The five largest groups and every one over the cap, in one pass (over the groups of
     # two or more, which alone make pairs: a few per block value, not one per record).
     rank = F.row_number().over(Window.orderBy(F.desc("count"), "block", "value"))
@@ -314,21 +328,85 @@ def near_pairs(reps: DataFrame, opts: Options, skip_old: bool) -> Tuple[DataFram
             for r in sorted(big, key=lambda r: -r["count"])
         ],
     }
-    if in_groups:
-        fields.append(T.StructField("set", T.BinaryType()))
-        if skip_old:
-            fields.append(T.StructField("old", T.BooleanType()))
-    blocks = reps.select(*keys).mapInArrow(blocks_of, T.StructType(fields))
+    tiles = None
     if big:
         tiles = spark.createDataFrame(
             [(r["block"], r["value"], math.ceil(r["count"] / cap)) for r in big],
             "block int, value long, tiles int",
         )
+    counted = spark.sparkContext.accumulator(0)
+    old = ["old"] if skip_old else []
+
+    def partitions_of(rows: DataFrame, schema: T.StructType, run, count: bool) -> DataFrame:
+        """`rows` (block rows) tiled, shuffled into their groups, and each partition's
+        groups searched at once by `run(table)` in Rust (no sort of wide rows by group),
+        its candidates counted where `count`."""
+
+        def each(batches):
+            import pyarrow as pa
+
+            batches = [b for b in batches if b.num_rows]
+            if batches:
+                out = run(pa.Table.from_batches(batches))
+                if count:
+                    counted.add(int(out.schema.metadata[b"candidates"]))
+                yield out
+
+        return _tiled(rows, tiles).repartition("block", "value", "ta", "tb").mapInArrow(each, schema)
+
+    if opts.verify == "groups":
+        t = opts.min_jaccard
+
+        def participants(table):
+            import neardup
+
+            return neardup.block_participants(table, bits=bits, k=k, min_jaccard=t)
+
+        def verified(table):
+            import neardup
+
+            return neardup.block_pairs(table, bits=bits, k=k, min_jaccard=t)
+
+        size = (F.length("set") / 4).cast("int").alias("size")
+        narrow = block_rows(reps.select("doc", "fp", "fp_hi", size, *old), bits, k)
+        needed = partitions_of(narrow, PARTICIPANTS, participants, count=True)
+        wide = needed.join(reps.select("doc", "fp", "fp_hi", "set", *old), "doc")
+        wide = wide.select("block", "value", "doc", "fp", "fp_hi", "set", *old)
+        pairs = partitions_of(wide, VERIFIED, verified, count=False)
+    else:
+
+        def found(table):
+            import neardup
+
+            return neardup.block_pairs(table, bits=bits, k=k)
+
+        narrow = block_rows(reps.select("doc", "fp", "fp_hi"), bits, k)
+        pairs = _verified_by_join(partitions_of(narrow, CANDIDATES, found, count=True), reps, opts, skip_old)
+    pairs = pairs.select("a", "b", F.lit("simhash+jaccard").alias("rule"), "distance", "jaccard")
+    return pairs, skew, counted
+
+
+#: What `neardup.block_participants` returns: the records a group's verification needs.
+PARTICIPANTS = T.StructType(
+    [
+        T.StructField("block", T.IntegerType()),
+        T.StructField("value", T.LongType()),
+        T.StructField("doc", T.LongType()),
+    ]
+)
+
+
+def _tiled(blocks: DataFrame, tiles: Optional[DataFrame]) -> DataFrame:
+    """Block rows with their tile pair (`ta`, `tb`) and `side`: a group over the cap
+    (`tiles`: `block`, `value`, `tiles`) is cut into tiles by document id, and each row goes
+    to every tile pair of its tile; other groups are one tile (0, 0, side -1)."""
+    if tiles is not None:
         blocks = blocks.join(F.broadcast(tiles), ["block", "value"], "left")
     else:
         blocks = blocks.withColumn("tiles", F.lit(None).cast("int"))
     tiles_col = F.coalesce(F.col("tiles"), F.lit(1))
-    tiled = (
+    columns = [c for c in blocks.columns if c not in ("block", "value", "tiles")]
+    return (
         blocks.withColumn("tile", F.pmod(F.xxhash64("doc"), tiles_col).cast("int"))
         .withColumn("other", F.explode(F.sequence(F.lit(0), tiles_col - 1)))
         .withColumn("ta", F.least("tile", "other"))
@@ -340,32 +418,8 @@ def near_pairs(reps: DataFrame, opts: Options, skip_old: bool) -> Tuple[DataFram
             .otherwise(-1)
             .cast("byte"),
         )
-        .select("block", "value", "ta", "tb", "side", *keys)
+        .select("block", "value", "ta", "tb", "side", *columns)
     )
-    counted = spark.sparkContext.accumulator(0)
-    min_jaccard = opts.min_jaccard if in_groups else None
-
-    def pairs_of(batches):
-        import pyarrow as pa
-
-        import neardup
-
-        # A whole partition of block rows at once: its groups are found and verified in
-        # Rust, so Spark only hash-partitions the rows (no sort of wide rows by group).
-        batches = [b for b in batches if b.num_rows]
-        if not batches:
-            return
-        out = neardup.block_pairs(pa.Table.from_batches(batches), bits=bits, k=k, min_jaccard=min_jaccard)
-        counted.add(int(out.schema.metadata[b"candidates"]))
-        yield out
-
-    found = tiled.repartition("block", "value", "ta", "tb")
-    if in_groups:
-        pairs = found.mapInArrow(pairs_of, VERIFIED)
-    else:
-        pairs = _verified_by_join(found.mapInArrow(pairs_of, CANDIDATES), reps, opts, skip_old)
-    pairs = pairs.select("a", "b", F.lit("simhash+jaccard").alias("rule"), "distance", "jaccard")
-    return pairs, skew, counted
 
 
 def _verified_by_join(candidates: DataFrame, reps: DataFrame, opts: Options, skip_old: bool) -> DataFrame:
