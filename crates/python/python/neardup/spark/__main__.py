@@ -76,8 +76,9 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--max-bucket", type=int, default=50_000,
                    help="pigeonhole groups larger than this are tiled (see report.json's skew)")
     d.add_argument("--verify", choices=["groups", "join"], default="groups",
-                   help="verify candidates inside their pigeonhole group (k + 1 sets shuffled "
-                   "per record) or by joining pairs to sets (two per candidate)")
+                   help="verify candidates inside their pigeonhole group (a record's set "
+                   "shuffled once, and again for each group it has candidates in) or by "
+                   "joining pairs to sets (two per candidate)")
     d.add_argument("--shuffle-partitions", type=int, default=None,
                    help="spark.sql.shuffle.partitions (default: Spark's, coalesced adaptively)")
     d.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")

@@ -72,10 +72,11 @@ class Options:
     #: pair by pair, so no task holds more than twice this many fingerprints; such groups
     #: are listed in the report's `skew`.
     max_bucket: int = 50_000
-    #: Where candidate pairs are verified: "groups" (each block row carries its record's
-    #: set and a group verifies its own pairs: k + 1 sets shuffled per record, whatever the
-    #: number of candidates) or "join" (narrow block rows; candidates joined to both sets:
-    #: two sets shuffled per candidate, the cheaper where candidates per record are few).
+    #: Where candidate pairs are verified: "groups" (in their group, in two rounds: narrow
+    #: block rows name the records each group's verification needs, then only those rows
+    #: are shuffled again with their sets: one set per record plus one per group it has
+    #: candidates in) or "join" (narrow block rows; candidates joined to both sets: two
+    #: sets shuffled per candidate).
     verify: str = "groups"
     #: Up to this many verified pairs, clusters are made on the driver (the pairs collected,
     #: 16 bytes each); above it, by large-star / small-star on the cluster. The same roots.
