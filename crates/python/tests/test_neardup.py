@@ -413,3 +413,42 @@ def test_block_participants_are_every_record_verification_needs():
         neardup.block_participants(every, bits=64, k=16, min_jaccard=0.8)
     with pytest.raises(ValueError, match="min_jaccard"):
         neardup.block_participants(neardup.pigeonhole_blocks(narrow, bits=64, k=3), bits=64, k=3, min_jaccard=1.5)
+
+
+@pytest.mark.parametrize("bits,k", [(64, 3), (64, 16), (128, 6), (128, 28)])
+def test_a_large_group_is_joined_with_the_pairs_a_scan_finds(bits, k):
+    """A group of `join_from` rows or more is searched by the all-pairs join (at 128 bits,
+    of each half at k // 2): the same pairs and distances as the scan, near pairs planted
+    with their differing bits in one half, the other or split between them."""
+    import random
+
+    rng = random.Random(bits + k)
+    width = bits // (k + 1)  # block 0's bits, shared by every row: one group
+    free = list(range(width, bits))
+    fps = []
+    for _ in range(1500):
+        base = rng.getrandbits(bits) >> width << width
+        fps.append(base)
+        for flips in (rng.sample(free, rng.randint(0, k)), [b for b in free if b >= bits // 2][:k], free[:k]):
+            near = base
+            for b in flips:
+                near ^= 1 << b
+            fps.append(near)
+    signed = lambda v: v - (1 << 64) if v >= 1 << 63 else v
+    batch = pa.RecordBatch.from_arrays(
+        [
+            pa.array(range(len(fps)), pa.int64()),
+            pa.array([signed(f & ((1 << 64) - 1)) for f in fps], pa.int64()),
+            pa.array([signed(f >> 64) for f in fps], pa.int64()),
+        ],
+        names=["doc", "fp", "fp_hi"],
+    )
+    rows = neardup.pigeonhole_blocks(batch, bits=bits, k=k)
+    rows = rows.filter(pa.compute.equal(rows.column("block"), 0))
+    assert len(set(rows.column("value").to_pylist())) == 1
+    scanned = neardup.block_pairs(rows, bits=bits, k=k, join_from=10**9)
+    joined = neardup.block_pairs(rows, bits=bits, k=k, join_from=0)
+    pairs = lambda t: sorted(zip(*(t.column(c).to_pylist() for c in ("a", "b", "distance"))))
+    assert len(pairs(scanned)) >= 4500
+    assert pairs(joined) == pairs(scanned)
+    assert joined.schema.metadata == scanned.schema.metadata

@@ -208,16 +208,20 @@ def block_pairs(
     bits: int,
     k: int,
     min_jaccard: Optional[float] = None,
+    join_from: int = 131072,
 ) -> pa.RecordBatch:
     """Pairs within k bits among pigeonhole_blocks rows, group by group (lowest agreeing
     block only; tiles where the rows carry ta, tb, side); with min_jaccard, verified against
-    the rows' sets and returned with `jaccard`. Schema metadata `candidates`: pairs found."""
+    the rows' sets and returned with `jaccard`. Schema metadata `candidates`: pairs found.
+    Groups of `join_from` rows or more are searched by the all-pairs join (at 128 bits, of
+    each half at k // 2) instead of a scan per row."""
 def block_participants(
     rows: Union[pa.Table, pa.RecordBatch],
     *,
     bits: int,
     k: int,
     min_jaccard: float,
+    join_from: int = 131072,
 ) -> pa.RecordBatch:
     """Over block rows carrying `size` (a set's length in ids) instead of the set: `block`,
     `value`, `doc` of each record a group's verification needs (a candidate the sizes allow,

@@ -113,16 +113,20 @@ pub fn pigeonhole_blocks(
 /// rule it out (J <= smaller / larger) are not scored, and where the rows carry `old`, pairs
 /// of two old records (decided by an earlier run) are skipped. The schema's metadata
 /// `candidates` counts the pairs within `k` found before verification.
+///
+/// A group of `join_from` rows or more (default 131,072) is searched with the library's
+/// all-pairs join instead of a scan per row: at 128 bits, one join of each half at `k / 2`.
 #[pyfunction]
-#[pyo3(signature = (rows, *, bits, k, min_jaccard=None))]
+#[pyo3(signature = (rows, *, bits, k, min_jaccard=None, join_from=JOIN_FROM))]
 pub fn block_pairs(
     py: Python<'_>,
     rows: &Bound<'_, PyAny>,
     bits: u32,
     k: u32,
     min_jaccard: Option<f64>,
+    join_from: usize,
 ) -> PyResult<Py<PyAny>> {
-    let blocks = Blocks::new(bits, k)?;
+    let blocks = Blocks::new(bits, k)?.joined_from(join_from);
     if let Some(t) = min_jaccard {
         check_threshold(t)?;
     }
@@ -164,17 +168,19 @@ pub fn block_pairs(
 /// `min_jaccard` and that is not a pair of two old records. Block rows of just these
 /// records, with their sets, give [`block_pairs`] with `min_jaccard` the same pairs as
 /// every record's rows would: each pair it verifies has both records here. The schema's
-/// metadata `candidates` counts the pairs within `k`, as [`block_pairs`]'s does.
+/// metadata `candidates` counts the pairs within `k`, and `join_from` is, as
+/// [`block_pairs`]'s.
 #[pyfunction]
-#[pyo3(signature = (rows, *, bits, k, min_jaccard))]
+#[pyo3(signature = (rows, *, bits, k, min_jaccard, join_from=JOIN_FROM))]
 pub fn block_participants(
     py: Python<'_>,
     rows: &Bound<'_, PyAny>,
     bits: u32,
     k: u32,
     min_jaccard: f64,
+    join_from: usize,
 ) -> PyResult<Py<PyAny>> {
-    let blocks = Blocks::new(bits, k)?;
+    let blocks = Blocks::new(bits, k)?.joined_from(join_from);
     check_threshold(min_jaccard)?;
     let rows = BlockRows::read(rows, Carried::Sizes)?;
     let (found, candidates) = py.detach(|| rows.participants(&blocks, min_jaccard));
@@ -418,13 +424,13 @@ fn sizes_allow(a: usize, b: usize, t: f64) -> bool {
     large == 0 || small as f64 >= t * large as f64 * (1.0 - 1e-9)
 }
 
-/// Groups this large or larger (64-bit, one side) go through the library's all-pairs join;
-/// smaller ones are scanned row by row with the library's vectorised XOR-popcount scan,
-/// which is faster below it. Measured at k 16 on 60k real records (groups up to 11.8k
-/// rows): scanning every group 1.1 s, the join from 4,096 rows 5.3 s. The join's cost
-/// grows with its output, the scan's with the square of the group, so the join stays for
-/// the groups of millions a raised `max_bucket` makes.
-const JOIN_FROM: usize = 1 << 17;
+/// Groups this large or larger (one side) go through the library's all-pairs join; smaller
+/// ones are scanned row by row with the library's vectorised XOR-popcount scan, which is
+/// faster below it. Measured at k 16 on 60k real records (groups up to 11.8k rows):
+/// scanning every group 1.1 s, the join from 4,096 rows 5.3 s. The join's cost grows with
+/// its output, the scan's with the square of the group, so the join stays for the groups
+/// of millions a raised `max_bucket` makes.
+pub const JOIN_FROM: usize = 1 << 17;
 
 /// The pairs of one group within `k` bits whose lowest agreeing block is `block`: (row i,
 /// row j, distance).
@@ -455,17 +461,39 @@ fn group_pairs(
                 scan(&right_lows, lows[i], k, |at, _| keep(i, right[at]));
             }
         }
-        None if blocks.bits == 64 && fps.len() >= JOIN_FROM => match self_join(&lows, k) {
-            Ok(pairs) => {
-                for p in pairs {
-                    keep(p.a as usize, p.b as usize);
+        None if fps.len() >= blocks.join_from => match joined(blocks, fps, &lows) {
+            Some(pairs) => {
+                for (i, j) in pairs {
+                    keep(i, j);
                 }
             }
-            Err(_) => scan_all(&lows, k, keep),
+            None => scan_all(&lows, k, keep),
         },
         None => scan_all(&lows, k, keep),
     }
     out
+}
+
+/// The library's all-pairs join over a group: every pair within `k` bits among it (and
+/// some further apart, which the caller's distance test drops), or None where the join
+/// cannot answer the radius. At 64 bits, one join at `k`. At 128, two fingerprints within
+/// `k` are within `k / 2` on one of their halves (the pigeonhole principle over two
+/// halves), so a join of the low halves and one of the high halves at `k / 2`: at k 28,
+/// halves at 14, where a scan of the low halves at 28 would compare every pair.
+fn joined(blocks: &Blocks, fps: &[u128], lows: &[u64]) -> Option<Vec<(usize, usize)>> {
+    let pairs = |halves: &[u64], k: u32| -> Option<Vec<(usize, usize)>> {
+        let found = self_join(halves, k).ok()?;
+        Some(found.iter().map(|p| (p.a as usize, p.b as usize)).collect())
+    };
+    if blocks.bits == 64 {
+        return pairs(lows, blocks.k);
+    }
+    let highs: Vec<u64> = fps.iter().map(|&f| (f >> 64) as u64).collect();
+    let mut found = pairs(lows, blocks.k / 2)?;
+    found.extend(pairs(&highs, blocks.k / 2)?);
+    found.sort_unstable();
+    found.dedup();
+    Some(found)
 }
 
 /// Every pair (i, j), i < j, of `lows` within `k` bits, by one scan per row.
@@ -481,6 +509,8 @@ struct Blocks {
     bits: u32,
     k: u32,
     count: u32,
+    /// Groups of this many rows or more are searched by [`joined`].
+    join_from: usize,
 }
 
 impl Blocks {
@@ -500,7 +530,16 @@ impl Blocks {
             bits,
             k,
             count: k + 1,
+            join_from: JOIN_FROM,
         })
+    }
+
+    /// These blocks, with groups of `rows` or more searched by [`joined`].
+    fn joined_from(self, rows: usize) -> Blocks {
+        Blocks {
+            join_from: rows,
+            ..self
+        }
     }
 
     /// The mask of block `j`.
