@@ -16,9 +16,10 @@
 //! the grid), and at the given rule, for code mode and for word mode side by side.
 //!
 //! `cargo run --release -p neardup --example code_eval -- [--files N] [--widths 4,6,8]
-//! [--npm DIR] [--corpora rust,python,c,javascript,typescript]`: `--npm` adds JavaScript and
-//! TypeScript from npm packages unpacked under DIR (`scripts/code_npm.sh`); builds,
-//! minified files and type declarations are left out.
+//! [--npm DIR] [--java DIR] [--go DIR] [--corpora rust,python,c,javascript,typescript,java,go]`:
+//! `--npm` adds JavaScript and TypeScript from npm packages unpacked under DIR
+//! (`scripts/code_npm.sh`; builds, minified files and type declarations are left out),
+//! `--java` and `--go` the JDK's and Go's library sources (`scripts/code_java_go.sh`).
 //!
 //! With `--vendored DIR --originals DIR` it measures vendored copies instead: the files of a
 //! `_vendor` folder (pip's, say) against the same releases of the libraries from the package
@@ -66,8 +67,13 @@ fn home() -> PathBuf {
 }
 
 /// The corpora: (name, language, roots, extensions). With `npm` (packages unpacked one per
-/// folder, as `scripts/code_npm.sh` fetches them), JavaScript and TypeScript too.
-fn corpora(npm: Option<&Path>) -> Vec<(&'static str, CodeLang, Vec<PathBuf>, Vec<&'static str>)> {
+/// folder, as `scripts/code_npm.sh` fetches them), JavaScript and TypeScript too; with
+/// `java` and `go` (source trees), Java and Go.
+fn corpora(
+    npm: Option<&Path>,
+    java: Option<&Path>,
+    go: Option<&Path>,
+) -> Vec<(&'static str, CodeLang, Vec<PathBuf>, Vec<&'static str>)> {
     let registry = home().join(".cargo/registry/src");
     let mut python = vec![PathBuf::from("/usr/lib/python3")];
     if let Ok(entries) = std::fs::read_dir("/usr/lib") {
@@ -106,6 +112,12 @@ fn corpora(npm: Option<&Path>) -> Vec<(&'static str, CodeLang, Vec<PathBuf>, Vec
             vec![npm.to_owned()],
             vec!["ts"],
         ));
+    }
+    if let Some(java) = java {
+        out.push(("java", CodeLang::Java, vec![java.to_owned()], vec!["java"]));
+    }
+    if let Some(go) = go {
+        out.push(("go", CodeLang::Go, vec![go.to_owned()], vec!["go"]));
     }
     out
 }
@@ -176,6 +188,8 @@ fn parser(lang: CodeLang) -> Parser {
         CodeLang::C => tree_sitter_c::LANGUAGE.into(),
         CodeLang::JavaScript => tree_sitter_javascript::LANGUAGE.into(),
         CodeLang::TypeScript => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
+        CodeLang::Java => tree_sitter_java::LANGUAGE.into(),
+        CodeLang::Go => tree_sitter_go::LANGUAGE.into(),
         other => panic!("no rewriter for {other:?}"),
     };
     p.set_language(&grammar).expect("grammar loads");
@@ -226,6 +240,10 @@ fn rewrite(source: &str, lang: CodeLang, rng: &mut Rng) -> String {
                 CodeLang::JavaScript | CodeLang::TypeScript,
                 "function_declaration" | "method_definition" | "function_expression",
             ) => n.child_by_field_name("body"),
+            (CodeLang::Java, "method_declaration" | "constructor_declaration")
+            | (CodeLang::Go, "function_declaration" | "method_declaration") => {
+                n.child_by_field_name("body")
+            }
             _ => None,
         };
         let Some(body) = body else { continue };
@@ -242,6 +260,10 @@ fn rewrite(source: &str, lang: CodeLang, rng: &mut Rng) -> String {
             CodeLang::Rust | CodeLang::JavaScript | CodeLang::TypeScript => {
                 let at = body.start_byte() + 1;
                 edits.push((at, at, format!(" let _trace_{k} = {k};")));
+            }
+            CodeLang::Go => {
+                let at = body.start_byte() + 1;
+                edits.push((at, at, format!(" trace{k} := {k};")));
             }
             _ => {
                 let at = body.start_byte() + 1;
@@ -292,12 +314,22 @@ fn reverse_functions(source: &str, lang: CodeLang) -> String {
     let Some(tree) = parser(lang).parse(source, None) else {
         return source.to_owned();
     };
-    let root = tree.root_node();
+    let mut root = tree.root_node();
     let function = match lang {
         CodeLang::Rust => "function_item",
-        CodeLang::JavaScript | CodeLang::TypeScript => "function_declaration",
+        CodeLang::JavaScript | CodeLang::TypeScript | CodeLang::Go => "function_declaration",
+        CodeLang::Java => "method_declaration",
         _ => "function_definition",
     };
+    if lang == CodeLang::Java {
+        // A Java file's methods are its first class's: reversed inside its body.
+        let mut cursor = root.walk();
+        let class = root.children(&mut cursor).find(|c| c.kind() == "class_declaration");
+        match class.and_then(|c| c.child_by_field_name("body")) {
+            Some(body) => root = body,
+            None => return source.to_owned(),
+        }
+    }
     let mut cursor = root.walk();
     let ranges: Vec<_> = root
         .children(&mut cursor)
@@ -422,8 +454,8 @@ fn main() {
     );
     let only: Option<Vec<String>> =
         arg("--corpora").map(|s| s.split(',').map(str::to_owned).collect());
-    let npm = arg("--npm").map(PathBuf::from);
-    for (name, lang, roots, ext) in corpora(npm.as_deref()) {
+    let [npm, java, go] = ["--npm", "--java", "--go"].map(|a| arg(a).map(PathBuf::from));
+    for (name, lang, roots, ext) in corpora(npm.as_deref(), java.as_deref(), go.as_deref()) {
         if only.as_ref().is_some_and(|o| !o.iter().any(|c| c == name)) {
             continue;
         }
