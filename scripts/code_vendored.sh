@@ -26,4 +26,4 @@ for wheel in "$WORK"/wheels/*.whl; do
     "$PYTHON" -m zipfile -e "$wheel" "$WORK/originals/$name"
 done
 cargo run -q --release -p neardup --example code_eval -- \
-    --vendored "$VENDOR" --originals "$WORK/originals" --k "${K:-16}" --jaccard "${JACCARD:-0.8}"
+    --vendored "$VENDOR" --originals "$WORK/originals" --k "${K:-16}" --jaccard "${JACCARD:-0.8}" "$@"

@@ -324,7 +324,9 @@ fn reverse_functions(source: &str, lang: CodeLang) -> String {
     if lang == CodeLang::Java {
         // A Java file's methods are its first class's: reversed inside its body.
         let mut cursor = root.walk();
-        let class = root.children(&mut cursor).find(|c| c.kind() == "class_declaration");
+        let class = root
+            .children(&mut cursor)
+            .find(|c| c.kind() == "class_declaration");
         match class.and_then(|c| c.child_by_field_name("body")) {
             Some(body) => root = body,
             None => return source.to_owned(),
@@ -446,7 +448,15 @@ fn main() {
     let rule_k: u32 = arg("--k").and_then(|s| s.parse().ok()).unwrap_or(16);
     let rule_t: f64 = arg("--jaccard").and_then(|s| s.parse().ok()).unwrap_or(0.5);
     if let (Some(vendor), Some(originals)) = (arg("--vendored"), arg("--originals")) {
-        vendored(Path::new(&vendor), Path::new(&originals), rule_k, rule_t);
+        for &width in arg("--widths").map_or(&[4][..], |_| &widths) {
+            vendored(
+                Path::new(&vendor),
+                Path::new(&originals),
+                width,
+                rule_k,
+                rule_t,
+            );
+        }
         return;
     }
     println!(
@@ -691,7 +701,7 @@ fn python_files(dir: &Path, skip: usize) -> Vec<(String, String)> {
 /// found at the rule (identical and edited ones apart), matches with the same module
 /// vendored elsewhere (setuptools carries its own `packaging`, urllib3 its own `six`: those
 /// are copies too, counted apart), the false matches, and the distances of the true pairs.
-fn vendored(vendor: &Path, originals: &Path, k: u32, t: f64) {
+fn vendored(vendor: &Path, originals: &Path, width: usize, k: u32, t: f64) {
     let copies = python_files(vendor, 0);
     let sources = python_files(originals, 1);
     let index: HashMap<&str, usize> = sources
@@ -717,6 +727,7 @@ fn vendored(vendor: &Path, originals: &Path, k: u32, t: f64) {
         originals.display(),
         paired - identical
     );
+    println!("width {width}");
     println!("vendored | mode | true pairs found (edited) | same module vendored elsewhere | false matches | precision | recall | distance of true pairs");
     for (mode, rule) in [
         ("code", TokenRule::Code(CodeLang::Python)),
@@ -724,6 +735,7 @@ fn vendored(vendor: &Path, originals: &Path, k: u32, t: f64) {
     ] {
         let hasher = SimHasher::builder()
             .tokens(rule)
+            .shingle_width(width)
             .build()
             .expect("a valid profile");
         let a = analyse(
