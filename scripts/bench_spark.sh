@@ -5,7 +5,7 @@
 # verified in the groups or by a join).
 # Installs pyspark, pandas, datasketch and the package into .venv; needs Java 17.
 #
-# Usage: scripts/bench_spark.sh   (about 10 minutes on 2 cores)
+# Usage: scripts/bench_spark.sh   (about 12 minutes on 2 cores)
 # Knobs: RECORDS (real records before the recrawl copies, 40000; the machine's man pages,
 #        /usr/share/doc and fortunes bound it), CORES (local[N], the machine's), BUDGET
 #        (seconds for datasketch, 60), SETTINGS (bits:k[:verify], "64:3,64:3:join,64:10,64:10:join,64:14,64:16,128:28,128:28:join")
