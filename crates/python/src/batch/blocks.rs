@@ -226,7 +226,7 @@ fn counted(
 }
 
 /// What block rows carry beside their fingerprints.
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, Copy)]
 enum Carried {
     /// Nothing: pairs are found, not verified.
     Nothing,
@@ -430,7 +430,7 @@ fn sizes_allow(a: usize, b: usize, t: f64) -> bool {
 /// scanning every group 1.1 s, the join from 4,096 rows 5.3 s. The join's cost grows with
 /// its output, the scan's with the square of the group, so the join stays for the groups
 /// of millions a raised `max_bucket` makes.
-pub const JOIN_FROM: usize = 1 << 17;
+const JOIN_FROM: usize = 1 << 17;
 
 /// The pairs of one group within `k` bits whose lowest agreeing block is `block`: (row i,
 /// row j, distance).
