@@ -109,9 +109,10 @@ export PYTHONDONTWRITEBYTECODE=1
 echo "building neardup, corpus_truth and quality_eval (release)"
 cargo build --release -q -p neardup-cli
 cargo build --release -q -p neardup --example corpus_truth --example quality_eval
-NEARDUP="$ROOT/target/release/neardup"
-TRUTH="$ROOT/target/release/examples/corpus_truth"
-EVAL="$ROOT/target/release/examples/quality_eval"
+TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
+NEARDUP="$TARGET/release/neardup"
+TRUTH="$TARGET/release/examples/corpus_truth"
+EVAL="$TARGET/release/examples/quality_eval"
 
 IFS=',' read -r -a NAMES <<<"$CORPORA"
 for name in "${NAMES[@]}"; do
