@@ -24,6 +24,7 @@ if [ ! -d "$WORK/java" ]; then
     mkdir -p "$WORK/java"
     python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' "$SRC_ZIP" "$WORK/java"
 fi
-cargo run -q --release -p neardup --example code_eval -- \
+# code_eval reads an option's first occurrence: the arguments given override these.
+cargo run -q --release -p neardup --example code_eval -- "$@" \
     --java "$WORK/java" --go "$GO_SRC" --corpora java,go --files "${FILES:-300}" \
-    --widths 4 --jaccard 0.8 "$@"
+    --widths 4 --jaccard 0.7

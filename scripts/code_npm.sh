@@ -23,6 +23,7 @@ for spec in $PACKAGES; do
     mkdir -p "$WORK/packages/$name-$version"
     tar xzf "$tarball" -C "$WORK/packages/$name-$version"
 done
-cargo run -q --release -p neardup --example code_eval -- \
+# code_eval reads an option's first occurrence: the arguments given override these.
+cargo run -q --release -p neardup --example code_eval -- "$@" \
     --npm "$WORK/packages" --corpora javascript,typescript --files "${FILES:-300}" \
-    --widths 4 --jaccard 0.8 "$@"
+    --widths 4 --jaccard 0.7

@@ -25,5 +25,6 @@ for wheel in "$WORK"/wheels/*.whl; do
     name="$(basename "$wheel" .whl)"
     "$PYTHON" -m zipfile -e "$wheel" "$WORK/originals/$name"
 done
-cargo run -q --release -p neardup --example code_eval -- \
-    --vendored "$VENDOR" --originals "$WORK/originals" --k "${K:-16}" --jaccard "${JACCARD:-0.8}" "$@"
+# code_eval reads an option's first occurrence: the arguments given override these.
+cargo run -q --release -p neardup --example code_eval -- "$@" \
+    --vendored "$VENDOR" --originals "$WORK/originals" --k "${K:-16}" --jaccard "${JACCARD:-0.8}"

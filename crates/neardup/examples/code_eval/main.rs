@@ -30,13 +30,15 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-#[path = "../benches/seeded.rs"]
+mod score;
+#[path = "../../benches/seeded.rs"]
 mod seeded;
 
 use neardup::hamming;
 use neardup::text::{CodeLang, TokenRule};
 use neardup::verify::id_jaccard;
 use neardup::{Field, Scratch, SimHasher};
+use score::{at, best, dump, quantiles, score};
 use seeded::XorShift as Rng;
 use tree_sitter::{Node, Parser};
 
@@ -363,76 +365,6 @@ fn analyse(hasher: &SimHasher, docs: &[String]) -> Vec<(u64, std::sync::Arc<[u32
         .collect()
 }
 
-struct Scores {
-    /// (distance, Jaccard) of every true pair.
-    positives: Vec<(u32, f64)>,
-    /// (distance, Jaccard) of the other pairs within 24 bits (farther ones are never
-    /// predicted on the grid).
-    near_negatives: Vec<(u32, f64)>,
-}
-
-fn score(docs: &[(u64, std::sync::Arc<[u32]>)], twin: &[usize]) -> Scores {
-    let mut positives = Vec::new();
-    let mut near_negatives = Vec::new();
-    for i in 0..docs.len() {
-        for j in i + 1..docs.len() {
-            let d = hamming(docs[i].0, docs[j].0);
-            let truth = twin[i] == j;
-            if !truth && d > 24 {
-                continue;
-            }
-            let jac = id_jaccard(&docs[i].1, &docs[j].1);
-            if truth {
-                positives.push((d, jac));
-            } else {
-                near_negatives.push((d, jac));
-            }
-        }
-    }
-    Scores {
-        positives,
-        near_negatives,
-    }
-}
-
-/// (precision, recall) of the rule "within k bits and Jaccard at least t".
-fn at(s: &Scores, k: u32, t: f64) -> (f64, f64) {
-    let hit = |&(d, j): &(u32, f64)| d <= k && j >= t;
-    let tp = s.positives.iter().filter(|p| hit(p)).count() as f64;
-    let fp = s.near_negatives.iter().filter(|p| hit(p)).count() as f64;
-    let precision = if tp + fp == 0.0 { 1.0 } else { tp / (tp + fp) };
-    (precision, tp / s.positives.len().max(1) as f64)
-}
-
-/// The best recall at precision >= 0.99 over the grid, with its (k, t).
-fn best(s: &Scores) -> (f64, f64, u32, f64) {
-    let mut top = (0.0, 1.0, 0, 1.0);
-    for k in (0..=24).step_by(2) {
-        for t in (30..=95).step_by(5).map(|t| f64::from(t) / 100.0) {
-            let (p, r) = at(s, k, t);
-            if p >= 0.99 && r > top.0 {
-                top = (r, p, k, t);
-            }
-        }
-    }
-    top
-}
-
-fn quantiles(mut v: Vec<u32>) -> String {
-    if v.is_empty() {
-        return "-".into();
-    }
-    v.sort_unstable();
-    let q = |f: f64| v[((v.len() - 1) as f64 * f).round() as usize];
-    format!(
-        "p50 {} p90 {} p99 {} max {}",
-        q(0.5),
-        q(0.9),
-        q(0.99),
-        q(1.0)
-    )
-}
-
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let arg = |name: &str| {
@@ -447,6 +379,7 @@ fn main() {
         .unwrap_or_else(|| vec![4, 6, 8, 10, 12]);
     let rule_k: u32 = arg("--k").and_then(|s| s.parse().ok()).unwrap_or(16);
     let rule_t: f64 = arg("--jaccard").and_then(|s| s.parse().ok()).unwrap_or(0.5);
+    let dump_to = arg("--dump");
     if let (Some(vendor), Some(originals)) = (arg("--vendored"), arg("--originals")) {
         for &width in arg("--widths").map_or(&[4][..], |_| &widths) {
             vendored(
@@ -455,6 +388,7 @@ fn main() {
                 width,
                 rule_k,
                 rule_t,
+                dump_to.as_deref(),
             );
         }
         return;
@@ -540,6 +474,13 @@ fn main() {
                     .build()
                     .expect("a valid profile");
                 let s = score(&analyse(&hasher, &docs), &twin);
+                if let Some(path) = &dump_to {
+                    let labels = [
+                        ("positives", &s.positives[..]),
+                        ("negatives", &s.near_negatives[..]),
+                    ];
+                    dump(path, name, mode, *width, &labels);
+                }
                 let (r, p, k, t) = best(&s);
                 let (pp, rr) = at(&s, rule_k, rule_t);
                 let distances = quantiles(s.positives.iter().map(|p| p.0).collect());
@@ -701,7 +642,7 @@ fn python_files(dir: &Path, skip: usize) -> Vec<(String, String)> {
 /// found at the rule (identical and edited ones apart), matches with the same module
 /// vendored elsewhere (setuptools carries its own `packaging`, urllib3 its own `six`: those
 /// are copies too, counted apart), the false matches, and the distances of the true pairs.
-fn vendored(vendor: &Path, originals: &Path, width: usize, k: u32, t: f64) {
+fn vendored(vendor: &Path, originals: &Path, width: usize, k: u32, t: f64, dump_to: Option<&str>) {
     let copies = python_files(vendor, 0);
     let sources = python_files(originals, 1);
     let index: HashMap<&str, usize> = sources
@@ -750,11 +691,28 @@ fn vendored(vendor: &Path, originals: &Path, width: usize, k: u32, t: f64) {
         let mut elsewhere = 0usize;
         let mut shown = 0;
         let mut distances = Vec::new();
+        // Every pair within 24 bits, for `--dump`: true, the same module elsewhere, false.
+        let mut pairs: [Vec<(u32, f64)>; 3] = Default::default();
         for (i, x) in a.iter().enumerate() {
             if let Some(j) = truth[i] {
                 distances.push(hamming(x.0, b[j].0));
             }
             for (j, y) in b.iter().enumerate() {
+                let d = hamming(x.0, y.0);
+                if dump_to.is_some() && (d <= 24 || truth[i] == Some(j)) {
+                    let kind = if truth[i] == Some(j) {
+                        0
+                    } else if sources[j].0.ends_with(&format!("/{}", copies[i].0))
+                        || copies[i].0.ends_with(&format!("/{}", sources[j].0))
+                    {
+                        1
+                    } else {
+                        2
+                    };
+                    if kind < 2 || copies[i].1 != sources[j].1 {
+                        pairs[kind].push((d, id_jaccard(&x.1, &y.1)));
+                    }
+                }
                 if hamming(x.0, y.0) > k || id_jaccard(&x.1, &y.1) < t {
                     continue;
                 }
@@ -790,5 +748,14 @@ fn vendored(vendor: &Path, originals: &Path, width: usize, k: u32, t: f64) {
             found as f64 / paired.max(1) as f64,
             quantiles(distances)
         );
+        if let Some(path) = dump_to {
+            let [truths, elsewhere, falses] = &pairs;
+            let labels = [
+                ("positives", &truths[..]),
+                ("elsewhere", &elsewhere[..]),
+                ("negatives", &falses[..]),
+            ];
+            dump(path, "vendored", mode, width, &labels);
+        }
     }
 }
