@@ -1041,6 +1041,38 @@ fn issue_36_a_store_decided_under_the_old_defaults_is_told_they_changed() {
     assert_contains(&third.stderr, "--linkage guarded");
     // Said once: the run records this release's defaults.
     assert!(!run("a.jsonl").stderr.contains(note));
+    // Release 2 changed nothing for words since; code mode's threshold changed in 3.
+    let set_release_2 = |store: &str| {
+        rusqlite::Connection::open(dir.path().join(store))
+            .unwrap()
+            .execute("UPDATE meta SET value = '2' WHERE key = 'cli.defaults'", [])
+            .unwrap()
+    };
+    assert_eq!(set_release_2("s.db"), 1);
+    assert!(!run("b.jsonl").stderr.contains(note));
+    let code = |input: &str| {
+        let argv = [
+            "dedup",
+            input,
+            "--out",
+            "c",
+            "--store",
+            "c.db",
+            "--features",
+            "code",
+        ];
+        neardup(
+            dir.path(),
+            &[&argv[..], &["--code-lang", "python"]].concat(),
+        )
+    };
+    code("a.jsonl").assert_ok();
+    assert_eq!(set_release_2("c.db"), 1);
+    let told = code("b.jsonl");
+    told.assert_ok();
+    assert_contains(&told.stderr, note);
+    assert_contains(&told.stderr, "--min-jaccard is 0.7 (before: 0.8)");
+    assert!(!code("a.jsonl").stderr.contains(note));
 }
 
 #[test]
@@ -1293,6 +1325,23 @@ fn code_mode_reads_a_directorys_sources_and_merges_a_renamed_copy_word_mode_miss
     assert!(ids.contains(&&Value::from("renamed.rs")), "{merges:?}");
     let profile = r["rule"]["profile"].as_str().unwrap_or_default();
     assert!(profile.ends_with("/tok=code-rust"), "{r}");
+    // Code mode's own default threshold (DEFAULT_CODE_MIN_JACCARD); words keep 0.8, and a
+    // threshold given is kept.
+    assert_eq!(r["rule"]["min_jaccard"], 0.7, "{r}");
+    for (flags, expected) in [
+        ("", 0.8),
+        ("--features code --code-lang rust --min-jaccard 0.9", 0.9),
+    ] {
+        let out = format!("out{expected}");
+        let store = format!("s{expected}.db");
+        cmd(
+            dir.path(),
+            &format!("dedup in {flags} --out {out} --store {store}"),
+        )
+        .assert_ok();
+        let r = report(&dir.path().join(&out));
+        assert_eq!(r["rule"]["min_jaccard"], expected, "{flags}: {r}");
+    }
 
     // explain lists the syntax-tree features the copy and its original share.
     let explain = cmd(

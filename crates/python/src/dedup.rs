@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use neardup::pipeline::{BoilerplatePass, Linkage, Runner};
 use neardup::store::{SqliteStore, WriterLock};
+use neardup::text::TokenRule;
 use neardup::{Record, Rule, Store};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -26,13 +27,14 @@ const DEFAULTS_VERSION: &str = "2";
 
 /// A deduplicator over a store, with `neardup dedup`'s rule and profile options.
 ///
-/// Deduper(store=None, *, max_distance=16, min_jaccard=0.8, min_words=1, linkage="single",
+/// Deduper(store=None, *, max_distance=16, min_jaccard=None, min_words=1, linkage="single",
 ///         chain_floor=0.5, min_cluster_jaccard=0.74, cluster_quorum=0.75, short_text="chars",
 ///         boilerplate=False, boilerplate_share=0.05, boilerplate_min_pages=20,
 ///         boilerplate_min_count=10, profile="xxh3", shingle=4, bits=64, weighting="tf",
 ///         tokens="words", stopwords=False, idf=None, detect_language=True, threads=None)
 ///
-/// The options are `neardup dedup`'s, with its defaults. `store` is an SQLite file (created
+/// The options are `neardup dedup`'s, with its defaults (`min_jaccard`: 0.8, or 0.7 with
+/// `tokens="code-LANG"`, as `dedup --features code`). `store` is an SQLite file (created
 /// if missing; one that `neardup dedup` made opens here and the other way round) or None for
 /// memory. While the Deduper is open it holds the store's writer lock, as the CLI's writers
 /// do; `close()` (or leaving a `with` block) releases it. With `boilerplate=True` each
@@ -89,13 +91,13 @@ fn open_store(
 #[pymethods]
 impl Deduper {
     #[new]
-    #[pyo3(signature = (store=None, *, max_distance=16, min_jaccard=0.8, min_words=1, linkage="single", chain_floor=0.5, min_cluster_jaccard=0.74, cluster_quorum=0.75, short_text="chars", boilerplate=false, boilerplate_share=0.05, boilerplate_min_pages=20, boilerplate_min_count=neardup::text::DEFAULT_MIN_COUNT, detect_language=true, threads=None, **profile))]
+    #[pyo3(signature = (store=None, *, max_distance=16, min_jaccard=None, min_words=1, linkage="single", chain_floor=0.5, min_cluster_jaccard=0.74, cluster_quorum=0.75, short_text="chars", boilerplate=false, boilerplate_share=0.05, boilerplate_min_pages=20, boilerplate_min_count=neardup::text::DEFAULT_MIN_COUNT, detect_language=true, threads=None, **profile))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         store: Option<PathBuf>,
         max_distance: u32,
-        min_jaccard: f64,
+        min_jaccard: Option<f64>,
         min_words: usize,
         linkage: &str,
         chain_floor: f64,
@@ -128,9 +130,12 @@ impl Deduper {
                 )))
             }
         };
+        let profile = ProfileOptions::from_kwargs(profile)?;
+        let tokens = TokenRule::parse(&profile.tokens).unwrap_or(TokenRule::Unicode);
         let rule = Rule {
             max_distance,
-            min_jaccard,
+            min_jaccard: min_jaccard
+                .unwrap_or_else(|| neardup::pipeline::default_min_jaccard(tokens)),
             min_words,
             linkage,
             chain_floor,
@@ -140,7 +145,6 @@ impl Deduper {
             ..Rule::default()
         };
         rule.validate().py_err()?;
-        let profile = ProfileOptions::from_kwargs(profile)?;
         profile.builder()?;
         let config = Config {
             profile,
@@ -344,6 +348,12 @@ impl Deduper {
     }
 
     /// The profile as the CLI prints it, e.g. `neardup/4/xxh3/w4/b64/tf`.
+    /// The Jaccard threshold in use: `min_jaccard`, or the default for the tokens.
+    #[getter]
+    fn min_jaccard(&self) -> f64 {
+        self.config.rule.min_jaccard
+    }
+
     #[getter]
     fn profile(&self) -> PyResult<String> {
         let guard = self.inner.lock().expect("not poisoned");

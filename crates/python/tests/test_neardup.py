@@ -157,6 +157,28 @@ def test_code_mode_reads_the_syntax_tree():
         neardup.Fingerprinter(tokens="code-cobol")
 
 
+def test_code_mode_has_its_own_default_threshold():
+    # A function and a copy with two statements inserted: code Jaccard 0.79, between code
+    # mode's default (0.7) and the words' (0.8).
+    a = (
+        "def total(items, scale):\n    s = 0\n    for x in items:\n        if x > 0:\n"
+        "            s += x * scale\n        else:\n            s -= x\n    return s\n"
+    )
+    b = a.replace("    s = 0\n", "    s = 0\n    t = 1\n").replace(
+        "    for x in items:\n", "    for x in items:\n        t = 2\n"
+    )
+    f = neardup.Fingerprinter(tokens="code-python")
+    assert 0.7 <= neardup.jaccard(f.shingle_hashes(a), f.shingle_hashes(b)) < 0.8
+    records = [{"id": "a", "text": a}, {"id": "b", "text": b}]
+    assert neardup.Deduper().min_jaccard == 0.8
+    d = neardup.Deduper(tokens="code-python")
+    assert d.min_jaccard == 0.7
+    assert [r["decision"] for r in d.process(records).to_pylist()] == ["kept", "merged"]
+    d = neardup.Deduper(tokens="code-python", min_jaccard=0.8)
+    assert d.min_jaccard == 0.8
+    assert [r["decision"] for r in d.process(records).to_pylist()] == ["kept", "kept"]
+
+
 def test_code_auto_reads_each_record_as_its_ids_language():
     a = "def total(items):\n    s = 0\n    for x in items:\n        s += x * 2\n    return s\n"
     b = "# Sum.\ndef acc(values):\n    res = 0\n    for v in values:\n        res += v * 2\n    return res\n"

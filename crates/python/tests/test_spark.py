@@ -492,6 +492,11 @@ def test_options_are_checked_before_spark_runs():
     assert Options().rule()["boilerplate"] is False
     assert Options().profile_string == neardup.Fingerprinter().profile
     assert issubclass(AccountingError, RuntimeError)
+    # The default threshold follows the tokens, as the CLI's and the Deduper's do.
+    for tokens in ("words", "code-java", "code-auto"):
+        assert Options(tokens=tokens).min_jaccard == neardup.Deduper(tokens=tokens).min_jaccard
+    assert Options(tokens="code-go").min_jaccard == 0.7
+    assert Options(tokens="code-go", min_jaccard=0.9).min_jaccard == 0.9
 
 
 # ---------------------------------------------------------------------------------------

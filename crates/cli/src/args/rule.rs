@@ -3,6 +3,7 @@
 use clap::{Args, ValueEnum};
 
 use super::size::parse_cache_size;
+use super::{FeaturesName, ProfileArgs};
 
 /// Thresholds of the near-duplicate rule, and the memory its verification may use.
 #[derive(Debug, Args, Clone)]
@@ -12,9 +13,10 @@ pub struct RuleArgs {
     #[arg(long, value_name = "BITS", default_value_t = neardup::pipeline::DEFAULT_MAX_DISTANCE)]
     pub max_distance: u32,
     /// A candidate is a near-duplicate when the Jaccard similarity of the shingle sets is at
-    /// least this.
-    #[arg(long, value_name = "J", default_value_t = neardup::pipeline::DEFAULT_MIN_JACCARD)]
-    pub min_jaccard: f64,
+    /// least this. Default: 0.8; 0.7 with --features code, whose rewritten copies (renamed,
+    /// reordered, statements inserted) keep fewer of their syntax-tree shingles.
+    #[arg(long, value_name = "J")]
+    pub min_jaccard: Option<f64>,
     /// A record joins a cluster only if its Jaccard with every member is at least this (and
     /// at least --min-jaccard with the one it matched and with --cluster-quorum of them):
     /// stops chains of near-duplicates from putting dissimilar records together. 0 (with
@@ -72,8 +74,9 @@ pub struct RuleArgs {
 }
 
 impl RuleArgs {
-    /// The library rule.
-    pub fn rule(&self) -> neardup::Rule {
+    /// The library rule, for records read as `profile` says (its features choose the
+    /// default --min-jaccard).
+    pub fn rule(&self, profile: &ProfileArgs) -> neardup::Rule {
         let short_text = match self.short_text {
             ShortTextName::Exact => neardup::pipeline::ShortText::ExactOnly,
             ShortTextName::Chars => neardup::pipeline::ShortText::CharNgrams {
@@ -84,7 +87,10 @@ impl RuleArgs {
         };
         neardup::Rule {
             max_distance: self.max_distance,
-            min_jaccard: self.min_jaccard,
+            min_jaccard: self.min_jaccard.unwrap_or(match profile.features {
+                FeaturesName::Code => neardup::pipeline::DEFAULT_CODE_MIN_JACCARD,
+                FeaturesName::Words => neardup::pipeline::DEFAULT_MIN_JACCARD,
+            }),
             min_words: self.min_words,
             max_candidates: self.max_candidates as usize,
             min_cluster_jaccard: self.min_cluster_jaccard,

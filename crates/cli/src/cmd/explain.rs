@@ -186,7 +186,7 @@ fn open_store(path: &Path, profile: &str) -> anyhow::Result<SqliteStore> {
 
 pub fn run(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
     let hasher = super::hasher(&args.scoring.profile)?;
-    let rule = args.scoring.rule.rule();
+    let rule = args.scoring.rule.rule(&args.scoring.profile);
     rule.validate()?;
     let profile = hasher.profile().to_string();
     let store = match &args.store {

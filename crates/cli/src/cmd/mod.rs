@@ -59,7 +59,7 @@ pub fn open_deduper_with(
                 .detect_language(detect_language)
                 .build()?,
         )
-        .rule(rule.rule())
+        .rule(rule.rule(profile))
         .expected_records(expected_records)
         .set_cache_bytes(rule.set_cache)
         .open(backend)?;

@@ -330,7 +330,7 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<ExitCode> {
         args.grid_jaccard_step,
     )?;
     let hasher = super::hasher(&args.scoring.profile)?;
-    let rule = args.scoring.rule.rule();
+    let rule = args.scoring.rule.rule(&args.scoring.profile);
     let name = args.pairs.display().to_string();
     let lines = read_pairs(&args.pairs)?;
     let ids: HashSet<String> = lines

@@ -17,7 +17,8 @@ use crate::{Error, Result};
 #[derive(Debug, Clone)]
 pub struct DeduperBuilder {
     hasher: SimHasher,
-    rule: Rule,
+    /// `None`: [`Rule::default`], with the hasher's tokens' default Jaccard threshold.
+    rule: Option<Rule>,
     expected_records: u64,
     set_cache_bytes: u64,
 }
@@ -30,8 +31,10 @@ impl DeduperBuilder {
         /// The fingerprint profile.
         hasher(hasher: SimHasher);
 
-        /// The decision thresholds.
-        rule(rule: Rule);
+        /// The decision thresholds. Without one, [`Rule::default`] with the threshold
+        /// [`default_min_jaccard`](super::default_min_jaccard) gives the hasher's tokens (a
+        /// code mode hasher's is [`DEFAULT_CODE_MIN_JACCARD`](super::DEFAULT_CODE_MIN_JACCARD)).
+        rule(rule: Rule) => Some;
 
         /// How many records the index should be laid out for (beyond those stored).
         expected_records(expected_records: u64);
@@ -48,8 +51,12 @@ impl DeduperBuilder {
     /// [`Error::ConfigMismatch`] when the store holds fingerprints of another profile;
     /// [`Error::InvalidConfig`] for bad thresholds; store failures.
     pub fn open<S: Store>(self, mut store: S) -> Result<Deduper<S>> {
-        self.rule.validate()?;
-        let short_hasher = match self.rule.short_text {
+        let rule = self.rule.unwrap_or_else(|| Rule {
+            min_jaccard: super::default_min_jaccard(self.hasher.token_rule()),
+            ..Rule::default()
+        });
+        rule.validate()?;
+        let short_hasher = match rule.short_text {
             ShortText::ExactOnly => None,
             ShortText::CharNgrams { width, .. } => Some(
                 SimHasher::builder()
@@ -79,7 +86,7 @@ impl DeduperBuilder {
         let mut stored = Vec::new();
         store.load(&mut |r| stored.push(r))?;
         let expected = self.expected_records.max(stored.len() as u64).max(1024);
-        let short_radius = match self.rule.short_text {
+        let short_radius = match rule.short_text {
             ShortText::CharNgrams { max_distance, .. } => max_distance,
             ShortText::ExactOnly => 0,
         };
@@ -88,10 +95,10 @@ impl DeduperBuilder {
             collect_pairs: false,
             hasher: self.hasher,
             short_hasher,
-            rule: self.rule,
+            rule,
             store,
             index_planned_for: expected,
-            index: AutoIndex::for_size(expected, self.rule.max_distance)?,
+            index: AutoIndex::for_size(expected, rule.max_distance)?,
             short_index: AutoIndex::for_size(1024, short_radius)?,
             short_planned_for: 1024,
             meta: FastMap::with_capacity_and_hasher(stored.len(), Default::default()),
@@ -149,9 +156,47 @@ impl Deduper<crate::store::MemoryStore> {
             hasher: SimHasher::builder()
                 .build()
                 .expect("the default profile is valid"),
-            rule: Rule::default(),
+            rule: None,
             expected_records: 0,
             set_cache_bytes: DEFAULT_SET_CACHE_BYTES,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::{DEFAULT_CODE_MIN_JACCARD, DEFAULT_MIN_JACCARD};
+    use crate::text::CodeLang;
+    use crate::MemoryStore;
+
+    fn opened(tokens: TokenRule, rule: Option<Rule>) -> Rule {
+        let hasher = SimHasher::builder().tokens(tokens).build().expect("valid");
+        let builder = Deduper::builder().hasher(hasher);
+        let builder = match rule {
+            Some(rule) => builder.rule(rule),
+            None => builder,
+        };
+        builder.open(MemoryStore::new()).expect("opens").rule()
+    }
+
+    #[test]
+    fn the_default_threshold_follows_the_tokens_and_a_rule_given_is_kept() {
+        assert_eq!(
+            opened(TokenRule::Unicode, None).min_jaccard,
+            DEFAULT_MIN_JACCARD
+        );
+        for code in [TokenRule::Code(CodeLang::Java), TokenRule::CodeAuto] {
+            assert_eq!(opened(code, None).min_jaccard, DEFAULT_CODE_MIN_JACCARD);
+            assert_eq!(
+                opened(code, None).max_distance,
+                Rule::default().max_distance
+            );
+            let given = Rule {
+                min_jaccard: 0.9,
+                ..Rule::default()
+            };
+            assert_eq!(opened(code, Some(given)), given);
         }
     }
 }

@@ -41,10 +41,11 @@ use std::sync::Arc;
 pub use analyze::{text_hash, Analyzer, FirstPass, PreparedRecord, SeenTexts};
 pub use builder::{DeduperBuilder, DEFAULT_SET_CACHE_BYTES};
 pub use decide::{Outcome, VerifiedPair};
+pub use decision::default_min_jaccard;
 pub use decision::{
     Decision, Linkage, MergeRule, Rule, ShortText, DEFAULT_CHAIN_FLOOR, DEFAULT_CLUSTER_QUORUM,
-    DEFAULT_LINKAGE, DEFAULT_MAX_CANDIDATES, DEFAULT_MAX_DISTANCE, DEFAULT_MIN_CLUSTER_JACCARD,
-    DEFAULT_MIN_JACCARD, DEFAULT_MIN_WORDS, DEFAULT_SHORT_TEXT,
+    DEFAULT_CODE_MIN_JACCARD, DEFAULT_LINKAGE, DEFAULT_MAX_CANDIDATES, DEFAULT_MAX_DISTANCE,
+    DEFAULT_MIN_CLUSTER_JACCARD, DEFAULT_MIN_JACCARD, DEFAULT_MIN_WORDS, DEFAULT_SHORT_TEXT,
 };
 pub use reevaluate::Change;
 pub use runner::{BoilerplatePass, Runner, Sink, Source, Totals};

@@ -17,7 +17,7 @@ use neardup::{Decision, Deduper, Outcome, Record, Store, Timestamp};
 use rayon::prelude::*;
 use serde_json::{json, Value};
 
-use crate::args::{InputArgs, ProfileArgs, RuleArgs};
+use crate::args::{FeaturesName, InputArgs, ProfileArgs, RuleArgs};
 use crate::cmd::watch::{self, WatchArgs};
 use crate::input::{self, Reject};
 use crate::output::UncachedFile;
@@ -209,7 +209,8 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
     };
     let watchlist = args.watch.open(&args.profile, Some(&args.store))?;
     let mut deduper = open("opening")?;
-    let defaults_note = changed_defaults_note(&deduper)?;
+    let defaults_note =
+        changed_defaults_note(&deduper, args.profile.features == FeaturesName::Code)?;
     let show = !args.quiet && std::io::stderr().is_terminal();
 
     // Analysis gets a pool of its own (see `Runner::analysis_pool`), below the priority of
@@ -417,22 +418,38 @@ fn spawn_reader<'scope>(
 
 /// The store meta key naming the release of the CLI's defaults the store was last run with.
 const DEFAULTS_KEY: &str = "cli.defaults";
-/// This release's defaults (2: single linkage, no short-text rule, radius 16, no
-/// boilerplate learning; 1, the key's absence: guarded linkage, character 3-grams under
-/// 50 words, radius 14, boilerplate learned).
-const DEFAULTS_VERSION: &str = "2";
+/// This release's defaults (3: --min-jaccard 0.7 with --features code; 2: single linkage,
+/// no short-text rule, radius 16, no boilerplate learning, --min-jaccard 0.8 in code mode
+/// too; 1, the key's absence: guarded linkage, character 3-grams under 50 words, radius 14,
+/// boilerplate learned).
+const DEFAULTS_VERSION: &str = "3";
 
 /// A note for the summary when this run's defaults differ from those the store's records
-/// were decided with: their decisions would not all be made again the same way.
-fn changed_defaults_note(deduper: &Deduper<Box<dyn Store>>) -> anyhow::Result<Option<String>> {
-    if deduper.stats().records == 0
-        || deduper.store().meta(DEFAULTS_KEY)?.as_deref() == Some(DEFAULTS_VERSION)
-    {
+/// were decided with: their decisions would not all be made again the same way. `code`:
+/// this run reads code (`--features code`), whose threshold changed in release 3.
+fn changed_defaults_note(
+    deduper: &Deduper<Box<dyn Store>>,
+    code: bool,
+) -> anyhow::Result<Option<String>> {
+    if deduper.stats().records == 0 {
         return Ok(None);
     }
-    Ok(Some(
-        "the defaults changed since this store's records were decided (now --linkage single, --min-words 1, --max-distance 16, boilerplate learned only with --boilerplate; before: --linkage guarded, --min-words 50 with --short-text chars, --max-distance 14, boilerplate learned): the stored decisions stand, new records are decided under the new defaults; pass the old flags to keep deciding as before".to_owned(),
-    ))
+    let code_note = "--features code's --min-jaccard is 0.7 (before: 0.8)";
+    let (now, before) = match deduper.store().meta(DEFAULTS_KEY)?.as_deref() {
+        Some(DEFAULTS_VERSION) => return Ok(None),
+        Some("2") if !code => return Ok(None),
+        Some("2") => (code_note.to_owned(), "--min-jaccard 0.8".to_owned()),
+        _ => {
+            let mut now = "--linkage single, --min-words 1, --max-distance 16, boilerplate learned only with --boilerplate".to_owned();
+            if code {
+                now = format!("{now}, {code_note}");
+            }
+            (now, "--linkage guarded, --min-words 50 with --short-text chars, --max-distance 14, boilerplate learned".to_owned())
+        }
+    };
+    Ok(Some(format!(
+        "the defaults changed since this store's records were decided (now {now}; before: {before}): the stored decisions stand, new records are decided under the new defaults; pass the old flags to keep deciding as before"
+    )))
 }
 #[cfg(test)]
 mod tests {

@@ -47,7 +47,7 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--url-field", default="url")
     d.add_argument("--time-field", default="first_seen")
     d.add_argument("--max-distance", type=int, default=16)
-    d.add_argument("--min-jaccard", type=float, default=0.8)
+    d.add_argument("--min-jaccard", type=float, default=None, help="default 0.8, 0.7 with code tokens")
     d.add_argument("--profile", default="xxh3", choices=["xxh3", "blake2b"])
     d.add_argument("--shingle-width", type=int, default=4)
     d.add_argument("--bits", type=int, default=64, choices=[64, 128])

@@ -12,6 +12,11 @@ import neardup
 #: The text fields read when none are named, whichever a record has (the CLI's default).
 DEFAULT_TEXT_FIELDS = ("title", "description", "body_text", "text")
 
+#: The default Jaccard thresholds, as the library's `DEFAULT_MIN_JACCARD` and
+#: `DEFAULT_CODE_MIN_JACCARD` (a test holds them to `neardup.Deduper`'s).
+MIN_JACCARD = 0.8
+CODE_MIN_JACCARD = 0.7
+
 
 @dataclass(frozen=True)
 class Options:
@@ -37,7 +42,8 @@ class Options:
     #: Candidates within this many bits.
     max_distance: int = 16
     #: A candidate is a near-duplicate when the shingle sets' Jaccard is at least this.
-    min_jaccard: float = 0.8
+    #: Default: 0.8, or 0.7 with code tokens (`dedup --features code`'s default).
+    min_jaccard: Optional[float] = None
     #: Fingerprint profile (`--profile`, `--shingle-width`, `--bits`, `--weighting`,
     #: `--idf`, `--tokens`, `--stopwords`, `--synonyms`). Source code: `tokens="code-LANG"`
     #: (the CLI's `--features code --code-lang LANG`), or `"code-auto"`: each record read as
@@ -90,6 +96,9 @@ class Options:
                 f"max_distance {self.max_distance}: between 0 and {self.bits - 1} bits "
                 f"(k + 1 pigeonhole blocks over {self.bits} bits)"
             )
+        if self.min_jaccard is None:
+            code = self.tokens.startswith("code-")
+            object.__setattr__(self, "min_jaccard", CODE_MIN_JACCARD if code else MIN_JACCARD)
         if not 0.0 < self.min_jaccard <= 1.0:
             raise ValueError(f"min_jaccard {self.min_jaccard}: in (0, 1]")
         if self.verify not in ("groups", "join"):
