@@ -311,12 +311,16 @@ def near_pairs(reps: DataFrame, opts: Options, skip_old: bool) -> Tuple[DataFram
     spark = reps.sparkSession
 
     sizes = block_rows(reps.select("fp", "fp_hi"), bits, k).groupBy("block", "value").count()
-    # The five largest groups and every one over the cap, in one pass (over the groups of
-    # two or more, which alone make pairs: a few per block value, not one per record).
-    rank = F.row_number().over(Window.orderBy(F.desc("count"), "block", "value"))
-    listed = sizes.filter(F.col("count") > 1).withColumn("rank", rank).filter((F.col("rank") <= 5) | (F.col("count") > cap)).collect()
-    largest = [r for r in listed if r["rank"] <= 5]
-    big = [r for r in listed if r["count"] > cap]
+    # The five largest groups of two or more (which alone make pairs): a top-k in each
+    # partition, then of those (a window over every group instead sorted them all in one
+    # task: 2.1 s against 0.7 on the bench's 60k records). Only when the fifth is over the
+    # cap can more be: then a second pass lists every group over it.
+    by_size = [F.desc("count"), "block", "value"]
+    largest = sizes.filter(F.col("count") > 1).orderBy(*by_size).limit(5).collect()
+    if len(largest) == 5 and largest[-1]["count"] > cap:
+        big = sizes.filter(F.col("count") > cap).orderBy(*by_size).collect()
+    else:
+        big = [r for r in largest if r["count"] > cap]
     skew: Dict[str, Any] = {
         "blocks": k + 1,
         "max_bucket": cap,
