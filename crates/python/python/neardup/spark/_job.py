@@ -7,6 +7,7 @@ import json
 import os
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional, Tuple
@@ -94,17 +95,24 @@ class Result:
         }
         if pairs:
             outputs["pairs"] = self.pairs
-        written: Dict[str, Observation] = {}
-        for name, df in outputs.items():
+        written = {name: Observation(f"neardup_{name}") for name in outputs}
+
+        def write_one(name: str) -> None:
             path = os.path.join(out, name)
-            written[name] = Observation(f"neardup_{name}")
-            df = df.observe(written[name], F.count(F.lit(1)).alias("rows"))
+            df = outputs[name].observe(written[name], F.count(F.lit(1)).alias("rows"))
             if format == "parquet":
                 df.write.mode("overwrite").parquet(path)
             elif name == "kept" and self.json is not None:
                 df.select(F.col(self.json).alias("value")).write.mode("overwrite").text(path)
             else:
                 df.write.mode("overwrite").json(path, ignoreNullFields=True)
+
+        # Each output is a job of its own: submitted together, the small ones (merges,
+        # rejects, clusters) run in the slots the large ones leave free instead of one after
+        # another, each with its own scheduling.
+        with ThreadPoolExecutor(max_workers=len(outputs)) as pool:
+            for job in [pool.submit(write_one, name) for name in outputs]:
+                job.result()
         rows = {name: int(obs.get["rows"]) for name, obs in written.items()}
         wrote = {
             "kept": rows["kept"],
