@@ -88,6 +88,22 @@ fn open_store(
         .open(store)
 }
 
+/// default_min_jaccard(tokens="words") -> float
+///
+/// The default Jaccard threshold for records read with `tokens` (as `Deduper` and the
+/// Spark job take it): 0.8, or 0.7 for source code (`"code-LANG"`, `"code-auto"`).
+#[pyfunction]
+#[pyo3(signature = (tokens="words"))]
+pub fn default_min_jaccard(tokens: &str) -> f64 {
+    neardup::pipeline::default_min_jaccard(token_rule(tokens))
+}
+
+/// The token rule `tokens` names; anything else reads as words (`ProfileOptions` checks
+/// the name where it is used).
+fn token_rule(tokens: &str) -> TokenRule {
+    TokenRule::parse(tokens).unwrap_or(TokenRule::Unicode)
+}
+
 #[pymethods]
 impl Deduper {
     #[new]
@@ -131,11 +147,9 @@ impl Deduper {
             }
         };
         let profile = ProfileOptions::from_kwargs(profile)?;
-        let tokens = TokenRule::parse(&profile.tokens).unwrap_or(TokenRule::Unicode);
         let rule = Rule {
             max_distance,
-            min_jaccard: min_jaccard
-                .unwrap_or_else(|| neardup::pipeline::default_min_jaccard(tokens)),
+            min_jaccard: min_jaccard.unwrap_or_else(|| default_min_jaccard(&profile.tokens)),
             min_words,
             linkage,
             chain_floor,
@@ -347,13 +361,13 @@ impl Deduper {
             .collect()
     }
 
-    /// The profile as the CLI prints it, e.g. `neardup/4/xxh3/w4/b64/tf`.
     /// The Jaccard threshold in use: `min_jaccard`, or the default for the tokens.
     #[getter]
     fn min_jaccard(&self) -> f64 {
         self.config.rule.min_jaccard
     }
 
+    /// The profile as the CLI prints it, e.g. `neardup/4/xxh3/w4/b64/tf`.
     #[getter]
     fn profile(&self) -> PyResult<String> {
         let guard = self.inner.lock().expect("not poisoned");

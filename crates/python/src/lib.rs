@@ -31,6 +31,7 @@ fn _neardup(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fingerprint::jaccard, m)?)?;
     m.add_class::<index::HammingIndex>()?;
     m.add_class::<dedup::Deduper>()?;
+    m.add_function(wrap_pyfunction!(dedup::default_min_jaccard, m)?)?;
     m.add_function(wrap_pyfunction!(batch::analyze_batch, m)?)?;
     m.add_function(wrap_pyfunction!(batch::doc_id, m)?)?;
     m.add_function(wrap_pyfunction!(batch::with_hosts, m)?)?;

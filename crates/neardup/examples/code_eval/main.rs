@@ -699,43 +699,46 @@ fn vendored(vendor: &Path, originals: &Path, width: usize, k: u32, t: f64, dump_
             }
             for (j, y) in b.iter().enumerate() {
                 let d = hamming(x.0, y.0);
-                if dump_to.is_some() && (d <= 24 || truth[i] == Some(j)) {
-                    let kind = if truth[i] == Some(j) {
-                        0
-                    } else if sources[j].0.ends_with(&format!("/{}", copies[i].0))
-                        || copies[i].0.ends_with(&format!("/{}", sources[j].0))
-                    {
-                        1
-                    } else {
-                        2
-                    };
-                    if kind < 2 || copies[i].1 != sources[j].1 {
-                        pairs[kind].push((d, id_jaccard(&x.1, &y.1)));
-                    }
-                }
-                if hamming(x.0, y.0) > k || id_jaccard(&x.1, &y.1) < t {
-                    continue;
-                }
-                if truth[i] == Some(j) {
-                    found += 1;
-                    found_edited += usize::from(copies[i].1 != sources[j].1);
+                // 0: the true pair, 1: the same module vendored elsewhere, 2: another file;
+                // identical texts at other paths (a module copied within a package) are
+                // exact copies, not false matches, and left out.
+                let kind = if truth[i] == Some(j) {
+                    0
                 } else if sources[j].0.ends_with(&format!("/{}", copies[i].0))
                     || copies[i].0.ends_with(&format!("/{}", sources[j].0))
                 {
-                    elsewhere += 1;
+                    1
                 } else if copies[i].1 != sources[j].1 {
-                    // Identical texts at other paths (a module copied within a package)
-                    // are exact copies, not false matches.
-                    false_matches += 1;
-                    if std::env::var_os("CODE_EVAL_SHOW").is_some() && shown < 15 {
-                        shown += 1;
-                        println!(
-                            "  {mode}: {} ~ {} ({} bits, J {:.2})",
-                            copies[i].0,
-                            sources[j].0,
-                            hamming(x.0, y.0),
-                            id_jaccard(&x.1, &y.1)
-                        );
+                    2
+                } else {
+                    continue;
+                };
+                let scored = kind == 0 || d <= k || (dump_to.is_some() && d <= 24);
+                if !scored {
+                    continue;
+                }
+                let jaccard = id_jaccard(&x.1, &y.1);
+                if dump_to.is_some() && (kind == 0 || d <= 24) {
+                    pairs[kind].push((d, jaccard));
+                }
+                if d > k || jaccard < t {
+                    continue;
+                }
+                match kind {
+                    0 => {
+                        found += 1;
+                        found_edited += usize::from(copies[i].1 != sources[j].1);
+                    }
+                    1 => elsewhere += 1,
+                    _ => {
+                        false_matches += 1;
+                        if std::env::var_os("CODE_EVAL_SHOW").is_some() && shown < 15 {
+                            shown += 1;
+                            println!(
+                                "  {mode}: {} ~ {} ({d} bits, J {jaccard:.2})",
+                                copies[i].0, sources[j].0
+                            );
+                        }
                     }
                 }
             }

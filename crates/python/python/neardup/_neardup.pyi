@@ -87,6 +87,9 @@ class HammingIndex:
     ) -> Tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64], npt.NDArray[np.uint32]]:
         """(id a, id b, distance) of every stored pair within k bits."""
 
+def default_min_jaccard(tokens: str = "words") -> float:
+    """The default Jaccard threshold for `tokens`: 0.8, or 0.7 for source code."""
+
 class Deduper:
     """`neardup dedup`'s decisions against a store (an SQLite file, or memory)."""
 

@@ -12,11 +12,6 @@ import neardup
 #: The text fields read when none are named, whichever a record has (the CLI's default).
 DEFAULT_TEXT_FIELDS = ("title", "description", "body_text", "text")
 
-#: The default Jaccard thresholds, as the library's `DEFAULT_MIN_JACCARD` and
-#: `DEFAULT_CODE_MIN_JACCARD` (a test holds them to `neardup.Deduper`'s).
-MIN_JACCARD = 0.8
-CODE_MIN_JACCARD = 0.7
-
 
 @dataclass(frozen=True)
 class Options:
@@ -97,8 +92,7 @@ class Options:
                 f"(k + 1 pigeonhole blocks over {self.bits} bits)"
             )
         if self.min_jaccard is None:
-            code = self.tokens.startswith("code-")
-            object.__setattr__(self, "min_jaccard", CODE_MIN_JACCARD if code else MIN_JACCARD)
+            object.__setattr__(self, "min_jaccard", neardup.default_min_jaccard(self.tokens))
         if not 0.0 < self.min_jaccard <= 1.0:
             raise ValueError(f"min_jaccard {self.min_jaccard}: in (0, 1]")
         if self.verify not in ("groups", "join"):
