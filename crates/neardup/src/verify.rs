@@ -17,6 +17,21 @@ pub struct Scores {
     pub distance: u32,
     /// Jaccard similarity of the shingle sets, 0..=1.
     pub jaccard: f64,
+    /// Cosine of the records' sentence embeddings, where dedup's semantic stage scored the
+    /// pair (the `semantic` module's rule).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cosine: Option<f64>,
+}
+
+impl Scores {
+    /// Scores of a pair the semantic stage did not score.
+    pub fn new(distance: u32, jaccard: f64) -> Scores {
+        Scores {
+            distance,
+            jaccard,
+            cosine: None,
+        }
+    }
 }
 
 /// The size of the intersection of two sorted, distinct slices.

@@ -316,7 +316,7 @@ mod tests {
         assert_eq!(bands.to_string(), "red=3:0.7,orange=8:0.6,yellow=16:0");
         assert_eq!(bands.max_distance(), 16);
         assert_eq!(bands.min_jaccard(), 0.0);
-        let s = |distance, jaccard| Scores { distance, jaccard };
+        let s = |distance, jaccard| Scores::new(distance, jaccard);
         assert_eq!(bands.band_of(s(0, 1.0)), Some(0));
         assert_eq!(bands.band_of(s(3, 0.7)), Some(0));
         // Close but under red's floor: the next band whose floor it meets.

@@ -101,6 +101,7 @@ impl RuleArgs {
                 LinkageName::Single => neardup::pipeline::Linkage::Single,
                 LinkageName::Guarded => neardup::pipeline::Linkage::Guarded,
             },
+            semantic: None,
         }
     }
 }

@@ -52,8 +52,31 @@ pub fn open_deduper_with(
     detect_language: bool,
     bulk: bool,
 ) -> anyhow::Result<Deduper<Box<dyn Store>>> {
+    open_deduper_semantic(
+        store,
+        profile,
+        rule,
+        expected_records,
+        (detect_language, bulk),
+        None,
+    )
+}
+
+/// [`open_deduper_with`] (`(detect_language, bulk)`), with the semantic stage on where
+/// `semantic` gives its model and rule.
+pub fn open_deduper_semantic(
+    store: &Path,
+    profile: &ProfileArgs,
+    rule: &RuleArgs,
+    expected_records: u64,
+    (detect_language, bulk): (bool, bool),
+    semantic: Option<(
+        Arc<dyn neardup::semantic::Embed>,
+        neardup::semantic::SemanticRule,
+    )>,
+) -> anyhow::Result<Deduper<Box<dyn Store>>> {
     let backend = open_backend(store, bulk)?;
-    let deduper = Deduper::builder()
+    let mut builder = Deduper::builder()
         .hasher(
             hasher_builder(profile)?
                 .detect_language(detect_language)
@@ -61,9 +84,11 @@ pub fn open_deduper_with(
         )
         .rule(rule.rule(profile))
         .expected_records(expected_records)
-        .set_cache_bytes(rule.set_cache)
-        .open(backend)?;
-    Ok(deduper)
+        .set_cache_bytes(rule.set_cache);
+    if let Some((embedder, rule)) = semantic {
+        builder = builder.semantic(embedder, rule);
+    }
+    Ok(builder.open(backend)?)
 }
 
 /// Whether `--store` names a Redis server or cluster rather than an SQLite file.

@@ -13,7 +13,7 @@ use neardup::store::Label;
 use neardup::tune::review::{self, Queue, QueueSpec, Stratum};
 use neardup::{Store, Timestamp};
 
-use crate::args::{InputArgs, InputFormat, ScoringArgs};
+use crate::args::{InputArgs, InputFormat, ScoringArgs, SemanticArgs};
 
 /// Arguments of `neardup reevaluate`.
 #[derive(Debug, Args)]
@@ -31,6 +31,14 @@ pub struct ReevaluateArgs {
     /// stand alone) that pass. Without it nothing is written.
     #[arg(long)]
     pub apply: bool,
+    /// Also re-judge the semantic stage's merges, and merge rejected candidates whose logged
+    /// cosine passes the semantic rule (--semantic-radius, --semantic-threshold and the
+    /// weights); the output then has `cosine` and `rule` columns. Without it, merges of
+    /// rule simhash+semantic are left as they are.
+    #[arg(long)]
+    pub semantic: bool,
+    #[command(flatten)]
+    pub semantic_rule: SemanticArgs,
     #[command(flatten)]
     pub scoring: ScoringArgs,
 }
@@ -98,10 +106,18 @@ pub fn run_reevaluate(args: &ReevaluateArgs) -> anyhow::Result<ExitCode> {
     let mut deduper =
         super::open_deduper(&args.store, &args.scoring.profile, &args.scoring.rule, 0)
             .with_context(|| format!("opening store {}", args.store.display()))?;
-    let changes = deduper.reevaluate(args.distance, args.jaccard)?;
+    let semantic = args.semantic.then(|| args.semantic_rule.rule());
+    let changes = deduper.reevaluate_semantic(args.distance, args.jaccard, semantic)?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    writeln!(out, "change\trecord\tother\tdistance\tjaccard\tnote")?;
+    if semantic.is_some() {
+        writeln!(
+            out,
+            "change\trecord\tother\tdistance\tjaccard\tcosine\trule\tnote"
+        )?;
+    } else {
+        writeln!(out, "change\trecord\tother\tdistance\tjaccard\tnote")?;
+    }
     for c in &changes {
         let s = c.scores();
         let note = if c.applicable() {
@@ -109,9 +125,21 @@ pub fn run_reevaluate(args: &ReevaluateArgs) -> anyhow::Result<ExitCode> {
         } else {
             "record heads a cluster: not merged automatically"
         };
+        let semantic_columns = match (semantic, c) {
+            (None, _) => String::new(),
+            (Some(_), Change::Merge { rule, .. }) => format!(
+                "{}\t{}\t",
+                s.cosine.map_or_else(String::new, |c| format!("{c:.4}")),
+                rule.as_str()
+            ),
+            (Some(_), _) => format!(
+                "{}\t\t",
+                s.cosine.map_or_else(String::new, |c| format!("{c:.4}"))
+            ),
+        };
         writeln!(
             out,
-            "{}\t{}\t{}\t{}\t{:.4}\t{note}",
+            "{}\t{}\t{}\t{}\t{:.4}\t{semantic_columns}{note}",
             c.name(),
             c.record(),
             c.other(),

@@ -9,6 +9,7 @@ use super::boilerplate::HostState;
 use super::{sets, Deduper, FastMap, Rule, ShortText};
 use crate::fingerprint::SimHasher;
 use crate::index::AutoIndex;
+use crate::semantic::{Embed, SemanticRule};
 use crate::store::{Features, Store};
 use crate::text::TokenRule;
 use crate::{Error, Result};
@@ -21,7 +22,12 @@ pub struct DeduperBuilder {
     rule: Option<Rule>,
     expected_records: u64,
     set_cache_bytes: u64,
+    semantic: Option<(Arc<dyn Embed>, SemanticRule)>,
 }
+
+/// How much memory the semantic stage's embeddings read back from a store may keep: 64
+/// MiB, about 44,000 embeddings of 384 dimensions.
+const EMBEDDING_CACHE_BYTES: u64 = 64 << 20;
 
 /// How much memory the verification sets read back from a store may keep by default.
 pub const DEFAULT_SET_CACHE_BYTES: u64 = 256 << 20;
@@ -45,16 +51,39 @@ impl DeduperBuilder {
         set_cache_bytes(set_cache_bytes: u64);
     }
 
+    /// Turns the semantic stage on ([`Rule::semantic`]), with `embedder` making each new
+    /// record's embedding; it takes the place of any semantic rule [`rule`](Self::rule)
+    /// gives.
+    pub fn semantic(mut self, embedder: Arc<dyn Embed>, rule: SemanticRule) -> Self {
+        self.semantic = Some((embedder, rule));
+        self
+    }
+
     /// Opens the pipeline over `store`: checks the profile and rebuilds the index.
     ///
     /// # Errors
     /// [`Error::ConfigMismatch`] when the store holds fingerprints of another profile;
-    /// [`Error::InvalidConfig`] for bad thresholds; store failures.
+    /// [`Error::InvalidConfig`] for bad thresholds, or a semantic rule without an embedder;
+    /// store failures.
     pub fn open<S: Store>(self, mut store: S) -> Result<Deduper<S>> {
-        let rule = self.rule.unwrap_or_else(|| Rule {
+        let mut rule = self.rule.unwrap_or_else(|| Rule {
             min_jaccard: super::default_min_jaccard(self.hasher.token_rule()),
             ..Rule::default()
         });
+        let embedder = match self.semantic {
+            Some((embedder, semantic)) => {
+                rule.semantic = Some(semantic);
+                Some(embedder)
+            }
+            None if rule.semantic.is_some() => {
+                return Err(Error::InvalidConfig {
+                    field: "semantic",
+                    value: format!("{:?}", rule.semantic),
+                    reason: "the semantic stage needs a model: DeduperBuilder::semantic".into(),
+                })
+            }
+            None => None,
+        };
         rule.validate()?;
         let short_hasher = match rule.short_text {
             ShortText::ExactOnly => None,
@@ -98,7 +127,7 @@ impl DeduperBuilder {
             rule,
             store,
             index_planned_for: expected,
-            index: AutoIndex::for_size(expected, rule.max_distance)?,
+            index: AutoIndex::for_size(expected, rule.index_radius())?,
             short_index: AutoIndex::for_size(1024, short_radius)?,
             short_planned_for: 1024,
             meta: FastMap::with_capacity_and_hasher(stored.len(), Default::default()),
@@ -116,6 +145,12 @@ impl DeduperBuilder {
             } else {
                 self.set_cache_bytes
             }),
+            embeddings: sets::Sets::new(if embedder.is_some() {
+                EMBEDDING_CACHE_BYTES
+            } else {
+                0
+            }),
+            embedder,
             group: Vec::new(),
             group_fps: Vec::new(),
             window_queue: None,
@@ -159,6 +194,7 @@ impl Deduper<crate::store::MemoryStore> {
             rule: None,
             expected_records: 0,
             set_cache_bytes: DEFAULT_SET_CACHE_BYTES,
+            semantic: None,
         }
     }
 }

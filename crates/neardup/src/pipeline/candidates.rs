@@ -173,7 +173,7 @@ impl<S: Store> Deduper<S> {
                     id_jaccard(&prepared.shingles, &set)
                 }
             };
-            let scores = Scores { distance, jaccard };
+            let scores = Scores::new(distance, jaccard);
             if scores.jaccard >= min_jaccard {
                 ok.push((id, scores));
             } else {
@@ -324,13 +324,7 @@ impl<S: Store> Deduper<S> {
             for &m in &self.members[&survivor] {
                 if self.meta[&m].content_hash == prepared.content_hash && seen.insert(m) {
                     let distance = (self.meta[&m].fingerprint ^ prepared.fingerprint).count_ones();
-                    out.push((
-                        m,
-                        Scores {
-                            distance,
-                            jaccard: 1.0,
-                        },
-                    ));
+                    out.push((m, Scores::new(distance, 1.0)));
                 }
             }
         }
@@ -366,7 +360,7 @@ impl<S: Store> Deduper<S> {
 
     /// Whether deciding `record` will search the index (as far as the state before its
     /// group tells: a decision that turns out not to need the search ignores it).
-    fn needs_search(&self, record: &Record, p: &Prepared) -> bool {
+    pub(super) fn needs_search(&self, record: &Record, p: &Prepared) -> bool {
         !self.by_id.contains_key(record.id.as_str())
             && !self.by_content.contains_key(&p.content_hash)
             && self.features_of(p) != Features::ExactOnly
@@ -380,7 +374,7 @@ impl<S: Store> Deduper<S> {
                 &self.index,
                 Features::Words,
                 planned,
-                self.rule.max_distance,
+                self.rule.index_radius(),
             )?;
         }
         if let ShortText::CharNgrams { max_distance, .. } = self.rule.short_text {
@@ -415,7 +409,7 @@ impl<S: Store> Deduper<S> {
         {
             self.index_planned_for = need;
             self.index =
-                self.rebuilt(&self.index, Features::Words, need, self.rule.max_distance)?;
+                self.rebuilt(&self.index, Features::Words, need, self.rule.index_radius())?;
         }
         Ok(())
     }

@@ -136,6 +136,7 @@ impl<S: Store> Deduper<S> {
         let committed = self.store.commit(&batch);
         self.poison_on_error(committed)?;
         self.sets.committed();
+        self.embeddings.committed();
         Ok(())
     }
 
@@ -312,6 +313,7 @@ impl<S: Store> Deduper<S> {
         let waited = self.store.wait_behind();
         self.poison_on_error(waited)?;
         self.sets.committed_before(bound);
+        self.embeddings.committed_before(bound);
         Ok(())
     }
 }

@@ -7,7 +7,7 @@ use rayon::prelude::*;
 use super::analyze::{with_scratch, Analysed, Prepared, TextEntry};
 use super::candidates::{Presearched, Scored, MAX_LOGGED_REJECTIONS};
 use super::cluster::{Bound, Fusable, Linked};
-use super::sets::Set;
+use super::sets::{Embedding, Set};
 use super::{Decision, Deduper, FastSet, MergeRule};
 use crate::record::{Record, Timestamp};
 use crate::store::{
@@ -184,8 +184,9 @@ impl<S: Store> Deduper<S> {
                 }
             }
         };
+        let embeddings = self.embed_window(records, &prepared)?;
         let mut found = found.into_iter();
-        for (record, prepared) in records.iter().zip(prepared) {
+        for ((record, prepared), embedding) in records.iter().zip(prepared).zip(embeddings) {
             let found = found.next().flatten();
             let outcome = match self.settle(record, prepared)? {
                 Err(reason) => Report::rejected(record).outcome(
@@ -194,7 +195,7 @@ impl<S: Store> Deduper<S> {
                     Vec::new(),
                     Vec::new(),
                 ),
-                Ok(p) => self.decide(record, p, found, now, batch)?,
+                Ok(p) => self.decide(record, p, found, embedding, now, batch)?,
             };
             outcomes.push(outcome);
         }
@@ -219,11 +220,13 @@ impl<S: Store> Deduper<S> {
         record: &Record,
         p: Prepared,
         found: Option<Presearched>,
+        embedding: Option<Embedding>,
         now: Timestamp,
         batch: &mut Batch,
     ) -> Result<Outcome> {
         let mut fusable = None;
-        let mut outcome = self.decide_record(record, p, found, now, batch, &mut fusable)?;
+        let mut outcome =
+            self.decide_record(record, p, found, embedding, now, batch, &mut fusable)?;
         let Some(fusable) = fusable.filter(|f: &Fusable| !f.matches.is_empty()) else {
             return Ok(outcome);
         };
@@ -244,8 +247,8 @@ impl<S: Store> Deduper<S> {
                     matched: last.matched.clone(),
                     rule,
                     scores: Scores {
-                        distance: last.distance,
-                        jaccard: last.jaccard,
+                        cosine: last.cosine,
+                        ..Scores::new(last.distance, last.jaccard)
                     },
                 };
             }
@@ -259,12 +262,15 @@ impl<S: Store> Deduper<S> {
     /// Decides one record: matched (exact tier, then verified candidates whose cluster it
     /// links to), stored, and merged into the cluster of its match, whose survivor it may
     /// displace. Leaves in `fusable` the verified matches in clusters it did not try to join
-    /// (it joined one before them).
+    /// (it joined one before them). One that joins none by Jaccard goes to the semantic
+    /// stage, when it is on.
+    #[allow(clippy::too_many_arguments)]
     fn decide_record(
         &mut self,
         record: &Record,
         mut p: Prepared,
         found: Option<Presearched>,
+        embedding: Option<Embedding>,
         now: Timestamp,
         batch: &mut Batch,
         fusable: &mut Option<Fusable>,
@@ -304,14 +310,33 @@ impl<S: Store> Deduper<S> {
                 let rule = near_rule(features);
                 pairs.extend(ok.iter().map(|&(h, s)| self.verified_pair(h, rule, s)));
             }
+            let joined = self.join_cluster(&p, features, &ok, &failed, fusable)?;
+            let (joined, failed) = match joined {
+                None if features == Features::Words => {
+                    self.semantic_match(&p, embedding.as_ref(), &ok, failed)?
+                }
+                joined => (joined, failed),
+            };
+            if let (true, Some(m)) = (self.collect_pairs, &joined) {
+                if m.rule == MergeRule::SimhashSemantic {
+                    pairs.push(self.verified_pair(m.handle, m.rule, m.scores));
+                }
+            }
             self.log_rejections(record, &failed, batch);
-            self.join_cluster(&p, features, &ok, &failed, fusable)?
+            joined
         } else {
             None
         };
 
-        let (handle, survivor) =
-            self.store_record(record, p, matched.as_ref(), report.host.clone(), now, batch)?;
+        let (handle, survivor) = self.store_record(
+            record,
+            p,
+            matched.as_ref(),
+            embedding,
+            report.host.clone(),
+            now,
+            batch,
+        )?;
         let Some(matched) = matched else {
             let decision = Decision::Kept {
                 too_short,
@@ -371,10 +396,7 @@ impl<S: Store> Deduper<S> {
         Ok(Matched {
             handle: h,
             rule: MergeRule::Exact,
-            scores: Scores {
-                distance,
-                jaccard: 1.0,
-            },
+            scores: Scores::new(distance, 1.0),
             linkage: Linked {
                 linked: true,
                 to_survivor: self.exact_copy_distance(p, h)?,
@@ -401,6 +423,7 @@ impl<S: Store> Deduper<S> {
                 candidate: self.meta[h].id.to_string(),
                 distance: s.distance,
                 jaccard: s.jaccard,
+                cosine: s.cosine,
             });
         }
     }
@@ -455,12 +478,15 @@ impl<S: Store> Deduper<S> {
 
     /// Stores a decided record: a new handle, in the cluster of the record it `matched` (or
     /// one of its own), with its bound to the survivor, in the index, its set kept and the
-    /// whole in `batch`. Answers its handle and its survivor.
+    /// whole in `batch`, with its embedding where the semantic stage made one. Answers its
+    /// handle and its survivor.
+    #[allow(clippy::too_many_arguments)]
     fn store_record(
         &mut self,
         record: &Record,
         p: Prepared,
         matched: Option<&Matched>,
+        embedding: Option<Embedding>,
         host: Option<String>,
         now: Timestamp,
         batch: &mut Batch,
@@ -531,9 +557,14 @@ impl<S: Store> Deduper<S> {
         if indexed {
             self.sets.add_pending(handle, p.shingles.clone());
         }
+        let embedding = embedding.filter(|_| features == Features::Words);
+        if let Some(e) = &embedding {
+            self.keep_embedding(handle, e.clone());
+        }
         batch.records.push(NewRecord {
             record: stored,
             shingles: if indexed { p.shingles } else { Set::default() },
+            embedding,
         });
         Ok((handle, survivor))
     }
@@ -585,11 +616,11 @@ impl<S: Store> Deduper<S> {
 
 /// The stored record a record matched, how, with which scores, and what complete linkage
 /// measured on the way (for an exact copy, only the distance to the survivor).
-struct Matched {
-    handle: u64,
-    rule: MergeRule,
-    scores: Scores,
-    linkage: Linked,
+pub(super) struct Matched {
+    pub(super) handle: u64,
+    pub(super) rule: MergeRule,
+    pub(super) scores: Scores,
+    pub(super) linkage: Linked,
 }
 
 /// The rule a verified SimHash match of records of `features` merges under.

@@ -1,5 +1,6 @@
 //! The decision policy: thresholds and what a record's arrival resolves to.
 
+use crate::semantic::SemanticRule;
 use crate::verify::Scores;
 use crate::{Error, Result};
 
@@ -35,6 +36,11 @@ pub struct Rule {
     /// chains stop where they would hold a pair that is no duplicate at all. 0: pure
     /// connected components, nothing measured.
     pub chain_floor: f64,
+    /// The semantic stage (seed 002, 5.2), off by default: a record that joins no cluster
+    /// by Jaccard joins its best candidate's within the semantic radius whose combined
+    /// score (SimHash similarity and the embeddings' cosine) reaches the threshold. Needs
+    /// an embedder ([`DeduperBuilder::semantic`](super::DeduperBuilder::semantic)).
+    pub semantic: Option<SemanticRule>,
 }
 
 /// How verified pairs make clusters.
@@ -93,6 +99,7 @@ impl Default for Rule {
             short_text: DEFAULT_SHORT_TEXT,
             linkage: DEFAULT_LINKAGE,
             chain_floor: DEFAULT_CHAIN_FLOOR,
+            semantic: None,
         }
     }
 }
@@ -220,6 +227,9 @@ impl Rule {
             self.cluster_quorum,
             "must be a share between 0 and 1",
         )?;
+        if let Some(s) = &self.semantic {
+            s.validate()?;
+        }
         if self.max_candidates == 0 {
             return Err(Error::InvalidConfig {
                 field: "max_candidates",
@@ -230,9 +240,24 @@ impl Rule {
         Ok(())
     }
 
-    /// Whether verified scores make a near-duplicate under this rule.
+    /// Whether verified scores make a near-duplicate under this rule's Jaccard test.
     pub fn accepts(&self, scores: Scores) -> bool {
         scores.distance <= self.max_distance && scores.jaccard >= self.min_jaccard
+    }
+
+    /// Whether scores pass this rule's Jaccard test or its semantic rule (with a cosine),
+    /// for fingerprints of `bits`.
+    pub fn accepts_any(&self, scores: Scores, bits: u32) -> bool {
+        self.accepts(scores)
+            || self
+                .semantic
+                .is_some_and(|s| s.accepts(scores.distance, bits, scores.cosine))
+    }
+
+    /// The radius the index answers: `max_distance`, or the semantic stage's when wider.
+    pub fn index_radius(&self) -> u32 {
+        self.semantic
+            .map_or(self.max_distance, |s| s.radius.max(self.max_distance))
     }
 }
 
@@ -257,6 +282,9 @@ pub enum MergeRule {
     SimhashJaccard,
     /// A short record: character n-gram SimHash and Jaccard within the short-text thresholds.
     CharsJaccard,
+    /// Within the semantic radius, and the combined score of SimHash similarity and the
+    /// embeddings' cosine at least the semantic threshold.
+    SimhashSemantic,
 }
 
 impl MergeRule {
@@ -266,6 +294,7 @@ impl MergeRule {
             MergeRule::Exact => "exact",
             MergeRule::SimhashJaccard => "simhash+jaccard",
             MergeRule::CharsJaccard => "chars+jaccard",
+            MergeRule::SimhashSemantic => "simhash+semantic",
         }
     }
 }

@@ -109,6 +109,7 @@ impl<S: Store> Deduper<S> {
             Features::ExactOnly => {}
         }
         self.sets.remove(h);
+        self.embeddings.remove(h);
         let mut members = self.members.remove(&meta.survivor).unwrap_or_default();
         members.retain(|&m| m != h);
         self.radius.remove(&meta.survivor);

@@ -17,8 +17,10 @@
 //! - `commit`: the store's lock, other processes' commits, commits behind;
 //! - `lifecycle`: erasure, expiry, and the sliding window's eviction;
 //! - `views`: read-only views of records and clusters, and [`DedupStats`];
+//! - `semantic`: the semantic stage's embeddings and its match, for records no Jaccard
+//!   match took in;
 //! - `decision` (the [`Rule`]), `reevaluate`, `runner` (the batch loop) and `sets` (the
-//!   verification sets' cache).
+//!   verification sets' and embeddings' cache).
 
 mod analyze;
 mod boilerplate;
@@ -32,6 +34,7 @@ mod lifecycle;
 mod records;
 mod reevaluate;
 mod runner;
+mod semantic;
 mod sets;
 mod views;
 
@@ -112,6 +115,10 @@ pub struct Deduper<S: Store> {
     next_handle: u64,
     /// Verification sets not committed yet, and recently used ones.
     sets: sets::Sets,
+    /// The semantic stage's model, when [`Rule::semantic`] is on.
+    embedder: Option<Arc<dyn crate::semantic::Embed>>,
+    /// Sentence embeddings not committed yet, and recently used ones (semantic stage).
+    embeddings: sets::Sets<f32>,
     /// Records indexed so far in the window being decided: (handle, index), and their
     /// indexed bits apart, for the index's vectorised scan (the default target has no
     /// `popcnt`: a scalar loop over the window was 3% of a run's instructions).

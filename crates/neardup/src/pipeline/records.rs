@@ -159,6 +159,7 @@ impl<S: Store> Deduper<S> {
             rule: rule.into(),
             distance: scores.distance,
             jaccard: scores.jaccard,
+            cosine: scores.cosine,
             matched: self.meta[&matched].id.to_string(),
             source_urls: self.own_urls(merged),
             at: now.to_rfc3339(),

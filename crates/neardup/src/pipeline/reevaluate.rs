@@ -1,9 +1,14 @@
 //! Re-deciding past merges under new thresholds from the stored scores (seed 000: "when the
 //! threshold is later adjusted, past decisions can be re-evaluated from the stored scores
 //! rather than by recomputing everything").
+//!
+//! With a semantic rule, merges the semantic stage made (`simhash+semantic`) are re-judged
+//! too, and rejections logged with a cosine may pass it: the cosine was logged beside the
+//! distance and the Jaccard, so no embedding is made again.
 
-use super::{Deduper, MergeRule};
+use super::{Deduper, MergeRule, Rule};
 use crate::record::Timestamp;
+use crate::semantic::SemanticRule;
 use crate::store::{Batch, MergeLogEntry, Store};
 use crate::verify::Scores;
 use crate::Result;
@@ -28,6 +33,8 @@ pub enum Change {
         candidate: String,
         /// The logged scores.
         scores: Scores,
+        /// The rule it passes: `simhash+jaccard`, else `simhash+semantic`.
+        rule: MergeRule,
         /// Whether `--apply` can do it: only a record that is alone in its cluster moves;
         /// clusters are never fused automatically.
         applicable: bool,
@@ -84,18 +91,46 @@ impl Change {
 impl<S: Store> Deduper<S> {
     /// The decisions the thresholds `max_distance` and `min_jaccard` would change, from the
     /// scores stored with past merges and rejections; nothing is recomputed or changed.
+    /// Merges of the semantic stage are left as they are
+    /// ([`reevaluate_semantic`](Self::reevaluate_semantic) re-judges them).
     ///
     /// # Errors
     /// Store failures.
     pub fn reevaluate(&self, max_distance: u32, min_jaccard: f64) -> Result<Vec<Change>> {
-        let passes = |s: &Scores| s.distance <= max_distance && s.jaccard >= min_jaccard;
+        self.reevaluate_semantic(max_distance, min_jaccard, None)
+    }
+
+    /// [`reevaluate`](Self::reevaluate) with a semantic rule: a pair passes when its
+    /// logged scores pass the Jaccard test or, with a logged cosine, `semantic`. With a
+    /// rule, the semantic stage's merges are re-judged as well.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn reevaluate_semantic(
+        &self,
+        max_distance: u32,
+        min_jaccard: f64,
+        semantic: Option<SemanticRule>,
+    ) -> Result<Vec<Change>> {
+        let rule = Rule {
+            max_distance,
+            min_jaccard,
+            semantic,
+            ..self.rule
+        };
+        let bits = self.hasher.profile().bits().count();
+        let passes = |s: &Scores| rule.accepts_any(*s, bits);
+        let judged = |name: &str| {
+            name == MergeRule::SimhashJaccard.as_str()
+                || (semantic.is_some() && name == MergeRule::SimhashSemantic.as_str())
+        };
         let mut changes = Vec::new();
         let mut merges: Vec<MergeLogEntry> = Vec::new();
         self.store.merges(&mut |m| merges.push(m))?;
         let mut seen = std::collections::HashSet::new();
         for m in merges.iter().rev() {
             // The newest entry about a record is its current state.
-            if !seen.insert(m.merged.clone()) || m.rule != MergeRule::SimhashJaccard.as_str() {
+            if !seen.insert(m.merged.clone()) || !judged(&m.rule) {
                 continue;
             }
             let Some(&h) = self.by_id.get(m.merged.as_str()) else {
@@ -106,8 +141,8 @@ impl<S: Store> Deduper<S> {
                 continue;
             }
             let scores = Scores {
-                distance: m.distance,
-                jaccard: m.jaccard,
+                cosine: m.cosine,
+                ..Scores::new(m.distance, m.jaccard)
             };
             if !passes(&scores) {
                 changes.push(Change::Split {
@@ -122,8 +157,8 @@ impl<S: Store> Deduper<S> {
         let mut proposed = std::collections::HashSet::new();
         for r in rejections {
             let scores = Scores {
-                distance: r.distance,
-                jaccard: r.jaccard,
+                cosine: r.cosine,
+                ..Scores::new(r.distance, r.jaccard)
             };
             let (Some(&a), Some(&b)) = (
                 self.by_id.get(r.record.as_str()),
@@ -146,6 +181,11 @@ impl<S: Store> Deduper<S> {
                 record: r.record,
                 candidate: r.candidate,
                 scores,
+                rule: if rule.accepts(scores) {
+                    MergeRule::SimhashJaccard
+                } else {
+                    MergeRule::SimhashSemantic
+                },
                 applicable: alone,
             });
         }
@@ -154,8 +194,8 @@ impl<S: Store> Deduper<S> {
 
     /// Applies the changes [`reevaluate`](Self::reevaluate) proposed: split records stand
     /// alone and merge-log entries with rule `reverted` say so; applicable merges join the
-    /// candidate's cluster (the earliest first seen surviving) with a `simhash+jaccard`
-    /// entry. Returns how many were applied.
+    /// candidate's cluster (the earliest first seen surviving) with an entry of the rule
+    /// they pass. Returns how many were applied.
     ///
     /// # Errors
     /// Store failures.
@@ -196,6 +236,7 @@ impl<S: Store> Deduper<S> {
                     record,
                     candidate,
                     scores,
+                    rule,
                     applicable: true,
                 } => {
                     let (Some(&a), Some(&b)) = (
@@ -222,8 +263,7 @@ impl<S: Store> Deduper<S> {
                     }
                     self.members.insert(survivor, members);
                     let (kept, merged) = if a_survives { (a, target) } else { (target, a) };
-                    let rule = MergeRule::SimhashJaccard.as_str();
-                    let entry = self.merge_entry(kept, merged, b, rule, *scores, now);
+                    let entry = self.merge_entry(kept, merged, b, rule.as_str(), *scores, now);
                     batch.merges.push(entry);
                     applied += 1;
                 }

@@ -6,6 +6,8 @@
 //! the same sets are asked for again and again: a cluster's members are checked by every
 //! record that joins it, and near duplicates tend to arrive close together in a crawl. On a
 //! 1 GB corpus the reads were a tenth of a `neardup dedup` run before this cache.
+//!
+//! The semantic stage keeps its sentence embeddings the same way ([`Sets<f32>`]).
 
 use std::sync::Arc;
 
@@ -16,27 +18,30 @@ use super::FastMap;
 /// A verification set: sorted distinct shingle ids.
 pub(super) type Set = Arc<[u32]>;
 
+/// A sentence embedding.
+pub(super) type Embedding = Arc<[f32]>;
+
 /// What a cached set is charged besides its ids (the entry, the `Arc`'s counts).
 const ENTRY_OVERHEAD: u64 = 48;
 
 #[derive(Debug, Clone, Copy, Default)]
 struct SetWeight;
 
-impl quick_cache::Weighter<u64, Set> for SetWeight {
-    fn weight(&self, _: &u64, set: &Set) -> u64 {
-        set.len() as u64 * 4 + ENTRY_OVERHEAD
+impl<T> quick_cache::Weighter<u64, Arc<[T]>> for SetWeight {
+    fn weight(&self, _: &u64, set: &Arc<[T]>) -> u64 {
+        std::mem::size_of_val::<[T]>(set) as u64 + ENTRY_OVERHEAD
     }
 }
 
 /// The sets the pipeline holds: `pending` until their batch commits, then in `cache` (when
 /// it has room) until evicted or erased.
-pub(super) struct Sets {
-    pending: FastMap<u64, Set>,
+pub(super) struct Sets<T = u32> {
+    pending: FastMap<u64, Arc<[T]>>,
     /// `None` when the store keeps its sets in memory itself.
-    cache: Option<Cache<u64, Set, SetWeight>>,
+    cache: Option<Cache<u64, Arc<[T]>, SetWeight>>,
 }
 
-impl std::fmt::Debug for Sets {
+impl<T> std::fmt::Debug for Sets<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Sets")
             .field("pending", &self.pending.len())
@@ -45,9 +50,9 @@ impl std::fmt::Debug for Sets {
     }
 }
 
-impl Sets {
+impl<T: Send + Sync + 'static> Sets<T> {
     /// Sets with a cache of at most `cache_bytes` (none for 0).
-    pub(super) fn new(cache_bytes: u64) -> Sets {
+    pub(super) fn new(cache_bytes: u64) -> Sets<T> {
         // quick_cache sizes its table from the expected count; sets average a few kilobytes.
         let cache = (cache_bytes > 0).then(|| {
             let items = (cache_bytes / 4096).clamp(16, 1 << 20) as usize;
@@ -60,7 +65,7 @@ impl Sets {
     }
 
     /// The set of a record of the batch being built.
-    pub(super) fn add_pending(&mut self, handle: u64, set: Set) {
+    pub(super) fn add_pending(&mut self, handle: u64, set: Arc<[T]>) {
         self.pending.insert(handle, set);
     }
 
@@ -99,7 +104,7 @@ impl Sets {
     }
 
     /// The set of `handle` if it is in memory.
-    pub(super) fn get(&self, handle: u64) -> Option<Set> {
+    pub(super) fn get(&self, handle: u64) -> Option<Arc<[T]>> {
         self.pending
             .get(&handle)
             .cloned()
@@ -107,7 +112,7 @@ impl Sets {
     }
 
     /// Keeps a set read from the store for the next time it is asked for.
-    pub(super) fn fetched(&self, handle: u64, set: &Set) {
+    pub(super) fn fetched(&self, handle: u64, set: &Arc<[T]>) {
         if let Some(cache) = &self.cache {
             cache.insert(handle, set.clone());
         }

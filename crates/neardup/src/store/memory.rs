@@ -11,6 +11,7 @@ pub struct MemoryStore {
     meta: BTreeMap<String, String>,
     records: BTreeMap<u64, StoredRecord>,
     shingles: BTreeMap<u64, std::sync::Arc<[u32]>>,
+    embeddings: BTreeMap<u64, std::sync::Arc<[f32]>>,
     merges: Vec<MergeLogEntry>,
     rejections: Vec<Rejection>,
     boilerplate: BTreeMap<String, HostBoilerplate>,
@@ -51,6 +52,13 @@ impl Store for MemoryStore {
 
     fn shingles(&self, handle: u64) -> Result<Option<Vec<u32>>> {
         Ok(self.shingles.get(&handle).map(|s| s.to_vec()))
+    }
+
+    fn embeddings_many(&self, handles: &[u64]) -> Result<Vec<Option<Vec<f32>>>> {
+        Ok(handles
+            .iter()
+            .map(|h| self.embeddings.get(h).map(|e| e.to_vec()))
+            .collect())
     }
 
     fn boilerplate(&self) -> Result<Vec<(String, HostBoilerplate)>> {
@@ -104,6 +112,9 @@ impl Store for MemoryStore {
             if !n.shingles.is_empty() {
                 self.shingles.insert(n.record.handle, n.shingles.clone());
             }
+            if let Some(e) = &n.embedding {
+                self.embeddings.insert(n.record.handle, e.clone());
+            }
         }
         for &(h, s) in &batch.survivor_updates {
             if let Some(r) = self.records.get_mut(&h) {
@@ -118,6 +129,7 @@ impl Store for MemoryStore {
         for h in &batch.erase {
             if let Some(r) = self.records.remove(h) {
                 self.shingles.remove(h);
+                self.embeddings.remove(h);
                 self.merges.retain(|m| m.merged != r.id);
                 self.rejections
                     .retain(|x| x.record != r.id && x.candidate != r.id);

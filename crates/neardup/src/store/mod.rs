@@ -2,7 +2,8 @@
 //!
 //! A store keeps what deduplication needs to continue tomorrow: each record's id,
 //! fingerprint, content hash, compact shingle ids, source URL, first-seen time, host,
-//! retention class and cluster; the merge log; verification rejections; each host's
+//! retention class and cluster, and its sentence embedding where the semantic stage made
+//! one; the merge log; verification rejections; each host's
 //! learned boilerplate; and people's labels of pairs. The Hamming index is rebuilt in memory from it on open.
 //!
 //! Every change arrives as one [`Batch`] and is applied atomically by [`Store::commit`]; once
@@ -118,6 +119,10 @@ pub struct MergeLogEntry {
     pub distance: u32,
     /// Jaccard similarity to the record it was verified against.
     pub jaccard: f64,
+    /// Cosine of the two records' sentence embeddings, where the semantic stage scored
+    /// the pair (rule `simhash+semantic`, or a fusion after one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cosine: Option<f64>,
     /// The record it was verified against (a member of the survivor's cluster).
     pub matched: String,
     /// The merged record's source URL (none when it has none): what the merge brought to
@@ -129,7 +134,8 @@ pub struct MergeLogEntry {
     pub at: String,
 }
 
-/// A candidate within `max_distance` that failed verification, with its scores.
+/// A candidate within `max_distance` that failed verification, or one within the semantic
+/// stage's radius that failed its rule too, with its scores.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Rejection {
     /// The arriving record.
@@ -140,6 +146,10 @@ pub struct Rejection {
     pub distance: u32,
     /// Jaccard similarity, below the threshold.
     pub jaccard: f64,
+    /// Cosine of the records' sentence embeddings, where the semantic stage scored the
+    /// pair.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cosine: Option<f64>,
 }
 
 /// A host's learned boilerplate.
@@ -159,6 +169,9 @@ pub struct NewRecord {
     /// Sorted distinct shingle ids; empty for records too short for SimHash. Shared with
     /// the deduper, which keeps the set for verification until the batch is committed.
     pub shingles: std::sync::Arc<[u32]>,
+    /// Its sentence embedding, where dedup's semantic stage made one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedding: Option<std::sync::Arc<[f32]>>,
 }
 
 /// Everything one step of the pipeline changes, applied atomically.
@@ -209,6 +222,9 @@ impl<T: Store + ?Sized> Store for Box<T> {
     }
     fn shingles_many(&self, handles: &[u64]) -> Result<Vec<Option<Vec<u32>>>> {
         (**self).shingles_many(handles)
+    }
+    fn embeddings_many(&self, handles: &[u64]) -> Result<Vec<Option<Vec<f32>>>> {
+        (**self).embeddings_many(handles)
     }
     fn boilerplate(&self) -> Result<Vec<(String, HostBoilerplate)>> {
         (**self).boilerplate()
@@ -353,6 +369,12 @@ pub trait Store: Send + Sync {
     fn shingles_many(&self, handles: &[u64]) -> Result<Vec<Option<Vec<u32>>>> {
         handles.iter().map(|&h| self.shingles(h)).collect()
     }
+    /// The sentence embeddings of several records at once (`None` for a record stored
+    /// without one), one round trip for remote stores.
+    ///
+    /// # Errors
+    /// Backend failures.
+    fn embeddings_many(&self, handles: &[u64]) -> Result<Vec<Option<Vec<f32>>>>;
     /// Every host's boilerplate.
     ///
     /// # Errors

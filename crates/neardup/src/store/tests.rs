@@ -29,7 +29,13 @@ fn record(handle: u64, id: &str, survivor: u64) -> NewRecord {
             },
         },
         shingles: vec![1, 5, 9, handle as u32 + 100].into(),
+        // The semantic stage embeds records with word features (odd handles here).
+        embedding: (!handle.is_multiple_of(2)).then(|| embedding(handle)),
     }
+}
+
+fn embedding(handle: u64) -> std::sync::Arc<[f32]> {
+    vec![handle as f32, 0.5, -0.25, 1.0e-7].into()
 }
 
 fn merge(kept: &str, merged: &str) -> MergeLogEntry {
@@ -40,6 +46,7 @@ fn merge(kept: &str, merged: &str) -> MergeLogEntry {
         rule: "simhash+jaccard".into(),
         distance: 7,
         jaccard: 0.875,
+        cosine: Some(0.9375),
         matched: kept.into(),
         source_urls: vec!["https://a".into(), "https://b".into()],
         at: "2026-11-30T00:00:00Z".into(),
@@ -98,6 +105,7 @@ fn commit_then_load_round_trips(store: &mut dyn Store) {
             candidate: "x".into(),
             distance: 9,
             jaccard: 0.2,
+            cosine: Some(0.40625),
         }],
         ..Batch::default()
     };
@@ -109,6 +117,10 @@ fn commit_then_load_round_trips(store: &mut dyn Store) {
     );
     assert_eq!(store.shingles(2).unwrap(), Some(vec![1, 5, 9, 102]));
     assert_eq!(store.shingles(99).unwrap(), None);
+    assert_eq!(
+        store.embeddings_many(&[1, 2, 99]).unwrap(),
+        vec![Some(embedding(1).to_vec()), None, None]
+    );
     assert_eq!(merges(store), vec![merge("a", "b")]);
     let mut rejections = Vec::new();
     store.rejections(&mut |r| rejections.push(r)).unwrap();
@@ -153,6 +165,7 @@ fn erase_removes_record_shingles_and_its_merge_rows(store: &mut dyn Store) {
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].id, "b");
     assert_eq!(store.shingles(1).unwrap(), None);
+    assert_eq!(store.embeddings_many(&[1, 3]).unwrap(), vec![None, None]);
     let log = merges(store);
     assert_eq!(log.len(), 1, "the row merging the erased c is gone");
     assert_eq!(log[0].kept, "<erased>");
@@ -644,8 +657,10 @@ fn sqlite_change_log_names_new_records_by_handle_and_reads_older_full_entries() 
     assert_eq!(got.len(), 3);
     // Record 2 was erased by a later change: it has no row left to read, and the erasure
     // follows.
+    // Other processes read sets and embeddings from the store when they need them.
     let mut r1 = record(1, "r1", 1);
     r1.shingles = Default::default();
+    r1.embedding = None;
     assert_eq!(got[0].records, vec![r1]);
     assert_eq!(got[0].survivor_updates, vec![(2, 1)]);
     assert_eq!(got[1].erase, vec![2]);

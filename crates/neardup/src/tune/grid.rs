@@ -151,8 +151,8 @@ impl Cell {
 /// use neardup::tune::{score_rule, LabelledPair};
 /// use neardup::verify::Scores;
 /// let pairs = [
-///     LabelledPair { scores: Scores { distance: 3, jaccard: 0.9 }, duplicate: true, weight: 1.0 },
-///     LabelledPair { scores: Scores { distance: 3, jaccard: 0.6 }, duplicate: false, weight: 1.0 },
+///     LabelledPair { scores: Scores::new(3, 0.9), duplicate: true, weight: 1.0 },
+///     LabelledPair { scores: Scores::new(3, 0.6), duplicate: false, weight: 1.0 },
 /// ];
 /// let cell = score_rule(&pairs, 12, 0.8);
 /// assert_eq!((cell.precision, cell.recall), (1.0, 1.0));

@@ -20,7 +20,7 @@
 //! use neardup::verify::Scores;
 //!
 //! let pair = |distance, jaccard, duplicate| LabelledPair {
-//!     scores: Scores { distance, jaccard },
+//!     scores: Scores::new(distance, jaccard),
 //!     duplicate,
 //!     weight: 1.0,
 //! };

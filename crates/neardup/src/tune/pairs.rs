@@ -74,10 +74,10 @@ impl RecordFacts {
     /// Both scores against `other`: Hamming distance over the full width, Jaccard of the
     /// verification sets.
     pub fn scores(&self, other: &RecordFacts) -> Scores {
-        Scores {
-            distance: (self.fingerprint ^ other.fingerprint).count_ones(),
-            jaccard: id_jaccard(&self.shingle_ids, &other.shingle_ids),
-        }
+        Scores::new(
+            (self.fingerprint ^ other.fingerprint).count_ones(),
+            id_jaccard(&self.shingle_ids, &other.shingle_ids),
+        )
     }
 }
 

@@ -106,7 +106,7 @@ pub struct RadiusAnswer {
 /// ```
 /// use neardup::tune::radius_for;
 /// use neardup::verify::Scores;
-/// let pairs = [(Scores { distance: 3, jaccard: 0.9 }, 1.0), (Scores { distance: 9, jaccard: 0.85 }, 1.0)];
+/// let pairs = [(Scores::new(3, 0.9), 1.0), (Scores::new(9, 0.85), 1.0)];
 /// let answer = radius_for(&pairs, 0.8, 1.0, 1_000_000)?;
 /// assert_eq!(answer.max_distance, 9);
 /// println!("{}", answer.plan);

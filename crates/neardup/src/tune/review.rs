@@ -144,10 +144,7 @@ pub fn review_queue(store: &dyn Store, spec: &QueueSpec) -> Result<Queue> {
             } else {
                 Stratum::Random
             },
-            scores: Scores {
-                distance: m.distance,
-                jaccard: m.jaccard,
-            },
+            scores: Scores::new(m.distance, m.jaccard),
             kept: Some(m.kept),
             at: Some(m.at),
         };
@@ -167,10 +164,7 @@ pub fn review_queue(store: &dyn Store, spec: &QueueSpec) -> Result<Queue> {
                 a: r.candidate,
                 b: r.record,
                 stratum: Stratum::Rejected,
-                scores: Scores {
-                    distance: r.distance,
-                    jaccard: r.jaccard,
-                },
+                scores: Scores::new(r.distance, r.jaccard),
                 kept: None,
                 at: None,
             });
@@ -345,10 +339,7 @@ pub fn labelled_pairs(queue: &Queue, labels: &[Label]) -> Vec<(Label, LabelledPa
             Some((
                 l.clone(),
                 LabelledPair {
-                    scores: Scores {
-                        distance: l.distance,
-                        jaccard: l.jaccard,
-                    },
+                    scores: Scores::new(l.distance, l.jaccard),
                     duplicate,
                     weight,
                 },
@@ -370,6 +361,7 @@ mod tests {
             rule: "simhash+jaccard".into(),
             distance: 4,
             jaccard,
+            cosine: None,
             matched: matched.into(),
             source_urls: vec![],
             at: "2026-12-06T10:00:00Z".into(),
@@ -391,18 +383,21 @@ mod tests {
                 candidate: "o1".into(),
                 distance: 9,
                 jaccard: 0.78,
+                cosine: None,
             },
             Rejection {
                 record: "n2".into(),
                 candidate: "o2".into(),
                 distance: 9,
                 jaccard: 0.30,
+                cosine: None,
             },
             Rejection {
                 record: "n1".into(),
                 candidate: "o1".into(),
                 distance: 9,
                 jaccard: 0.78,
+                cosine: None,
             },
         ];
         s.commit(&Batch {

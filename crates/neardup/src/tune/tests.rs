@@ -8,7 +8,7 @@ use crate::verify::Scores;
 
 fn pair(distance: u32, jaccard: f64, duplicate: bool) -> LabelledPair {
     LabelledPair {
-        scores: Scores { distance, jaccard },
+        scores: Scores::new(distance, jaccard),
         duplicate,
         weight: 1.0,
     }
@@ -128,19 +128,7 @@ fn inverse_question_picks_the_radius_for_the_recall() {
     let all = radius_for(&scored, 0.8, 1.0, 1000).expect("answer");
     assert_eq!(all.max_distance, 20);
     assert!(radius_for(&scored, 1.0, 0.5, 10).is_ok());
-    assert!(radius_for(
-        &[(
-            Scores {
-                distance: 1,
-                jaccard: 0.1
-            },
-            1.0
-        )],
-        0.8,
-        0.9,
-        10
-    )
-    .is_err());
+    assert!(radius_for(&[(Scores::new(1, 0.1), 1.0)], 0.8, 0.9, 10).is_err());
     assert!(radius_for(&scored, 0.8, 1.5, 10).is_err());
 }
 

@@ -34,6 +34,8 @@ pub(super) struct Counts {
     pub(super) exact: u64,
     pub(super) near: u64,
     pub(super) short_near: u64,
+    /// Merged by the semantic stage.
+    pub(super) semantic: u64,
     pub(super) displaced_survivor: u64,
     /// Clusters a record bridged fused with its own (their survivors merged).
     pub(super) fused: u64,
@@ -53,6 +55,7 @@ impl Counts {
             MergeRule::Exact => self.exact += 1,
             MergeRule::SimhashJaccard => self.near += 1,
             MergeRule::CharsJaccard => self.short_near += 1,
+            MergeRule::SimhashSemantic => self.semantic += 1,
         }
     }
 }
@@ -530,11 +533,12 @@ impl RunState {
         }
         if let Some(out) = &mut self.out.pairs {
             for p in &outcome.pairs {
-                serde_json::to_writer(
-                    &mut *out,
-                    &json!({"a": record.id, "b": p.other, "distance": p.scores.distance,
-                            "jaccard": p.scores.jaccard, "rule": p.rule.as_str()}),
-                )?;
+                let mut pair = json!({"a": record.id, "b": p.other, "distance": p.scores.distance,
+                            "jaccard": p.scores.jaccard, "rule": p.rule.as_str()});
+                if let Some(c) = p.scores.cosine {
+                    pair["cosine"] = json!(c);
+                }
+                serde_json::to_writer(&mut *out, &pair)?;
                 out.write_all(b"\n")?;
             }
         }

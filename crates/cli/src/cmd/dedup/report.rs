@@ -76,6 +76,7 @@ pub(super) fn finish(run: Run<'_>) -> anyhow::Result<ExitCode> {
         "merged_without_merge_log_entry": unlogged_left,
         "decisions": {
             "new": c.new, "too_short": c.too_short, "exact": c.exact, "near": c.near, "short_near": c.short_near,
+            "semantic": c.semantic,
             "displaced_survivors": c.displaced_survivor, "already_stored": c.already_stored,
             "duplicate_ids": c.duplicate_ids,
             "fused_clusters": c.fused,
@@ -88,6 +89,13 @@ pub(super) fn finish(run: Run<'_>) -> anyhow::Result<ExitCode> {
             "min_words": deduper.rule().min_words,
             "linkage": deduper.rule().linkage.as_str(),
             "profile": deduper.hasher().profile().to_string(),
+            "semantic": deduper.rule().semantic.map(|s| serde_json::json!({
+                "model": args.model.as_ref().map(|m| m.display().to_string()),
+                "radius": s.radius,
+                "threshold": s.threshold,
+                "simhash_weight": s.weights.simhash_weight,
+                "cosine_weight": s.weights.cosine_weight,
+            })),
         },
         "store": {
             "path": args.store.display().to_string(),

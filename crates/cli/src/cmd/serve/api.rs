@@ -284,7 +284,9 @@ pub fn rule_decision(rule: MergeRule) -> &'static str {
     match rule {
         MergeRule::Exact => "exact_duplicate",
         // Short records verified on character n-grams are near duplicates too.
-        MergeRule::SimhashJaccard | MergeRule::CharsJaccard => "near_duplicate",
+        MergeRule::SimhashJaccard | MergeRule::CharsJaccard | MergeRule::SimhashSemantic => {
+            "near_duplicate"
+        }
     }
 }
 

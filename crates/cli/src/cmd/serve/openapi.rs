@@ -374,9 +374,10 @@ pub fn document(settings: &Settings) -> Value {
                         "kept": {"type": "string"},
                         "merged": {"type": "string"},
                         "merged_fingerprint": {"type": "string"},
-                        "rule": {"type": "string", "enum": ["exact", "simhash+jaccard", "chars+jaccard"]},
+                        "rule": {"type": "string", "enum": ["exact", "simhash+jaccard", "chars+jaccard", "simhash+semantic", "reverted"], "description": "`reverted`: `neardup reevaluate --apply` split the record off."},
                         "distance": {"type": "integer", "minimum": 0},
                         "jaccard": {"type": "number", "minimum": 0, "maximum": 1},
+                        "cosine": {"type": "number", "minimum": -1, "maximum": 1, "description": "The sentence embeddings' cosine, where the semantic stage (`neardup dedup --model`) scored the pair."},
                         "matched": {"type": "string"},
                         "source_urls": {"type": "array", "items": {"type": "string"}},
                         "at": {"type": "string", "format": "date-time"}

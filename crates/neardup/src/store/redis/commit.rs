@@ -14,6 +14,7 @@ use super::layout::{
 };
 use super::scripts::COMMIT;
 use super::{lock, new_token, RedisStore};
+use crate::semantic::embedding_blob;
 use crate::store::{ids_as_blob, Batch, Features};
 use crate::Result;
 
@@ -61,7 +62,8 @@ impl RedisStore {
                         .iter()
                         .map(|n| {
                             let mut c = redis::cmd("DEL");
-                            c.arg(self.keys.shingles(n.record.handle, token));
+                            c.arg(self.keys.shingles(n.record.handle, token))
+                                .arg(self.keys.embedding(n.record.handle, token));
                             c
                         })
                         .collect();
@@ -182,6 +184,12 @@ impl RedisStore {
                 let mut c = redis::cmd("SET");
                 c.arg(self.keys.shingles(r.handle, token))
                     .arg(ids_as_blob(&n.shingles).as_ref());
+                cmds.push(c);
+            }
+            if let Some(e) = &n.embedding {
+                let mut c = redis::cmd("SET");
+                c.arg(self.keys.embedding(r.handle, token))
+                    .arg(embedding_blob(e));
                 cmds.push(c);
             }
             let kind = match r.features {

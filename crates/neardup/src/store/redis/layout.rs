@@ -21,6 +21,11 @@ impl Keys {
     pub(super) fn shingles(&self, handle: u64, token: u64) -> String {
         format!("{}:s:{handle}:{token:016x}", self.prefix)
     }
+    /// A record's sentence embeddings ([`embedding_blob`](crate::semantic::embedding_blob)),
+    /// beside its shingles and gone with them.
+    pub(super) fn embedding(&self, handle: u64, token: u64) -> String {
+        format!("{}:e:{handle}:{token:016x}", self.prefix)
+    }
 }
 
 /// What the change log carries besides the handles of new records (whose data other

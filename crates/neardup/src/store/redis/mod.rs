@@ -269,6 +269,10 @@ impl Store for RedisStore {
         self.shingle_set(handle)
     }
 
+    fn embeddings_many(&self, handles: &[u64]) -> Result<Vec<Option<Vec<f32>>>> {
+        self.embeddings(handles)
+    }
+
     fn boilerplate(&self) -> Result<Vec<(String, HostBoilerplate)>> {
         self.read_boilerplate()
     }

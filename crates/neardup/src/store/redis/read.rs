@@ -103,6 +103,46 @@ impl RedisStore {
         Ok(out)
     }
 
+    /// [`Store::embeddings_many`](crate::store::Store::embeddings_many): one MGET (a GET
+    /// each, pipelined, on a cluster), nothing cached.
+    pub(super) fn embeddings(&self, handles: &[u64]) -> Result<Vec<Option<Vec<f32>>>> {
+        let keys: Vec<(usize, String)> = {
+            let tokens = lock(&self.tokens);
+            handles
+                .iter()
+                .enumerate()
+                .filter_map(|(i, h)| Some((i, self.keys.embedding(*h, *tokens.get(h)?))))
+                .collect()
+        };
+        let mut out = vec![None; handles.len()];
+        if keys.is_empty() {
+            return Ok(out);
+        }
+        let values: Vec<Value> = if self.cfg.cluster {
+            let cmds: Vec<Cmd> = keys
+                .iter()
+                .map(|(_, key)| {
+                    let mut c = redis::cmd("GET");
+                    c.arg(key);
+                    c
+                })
+                .collect();
+            self.read("reading embeddings", |c| c.pipeline(&cmds))?
+        } else {
+            let mut mget = redis::cmd("MGET");
+            for (_, key) in &keys {
+                mget.arg(key);
+            }
+            self.read("reading embeddings", |c| c.query(&mget))?
+        };
+        for ((i, _), value) in keys.into_iter().zip(values) {
+            let blob: Option<Vec<u8>> = redis::from_redis_value(value)
+                .map_err(|e| self.fail(format!("reading embeddings: {e}")))?;
+            out[i] = blob.map(|b| crate::semantic::blob_embedding(&b));
+        }
+        Ok(out)
+    }
+
     /// [`Store::shingles`](crate::store::Store::shingles).
     pub(super) fn shingle_set(&self, handle: u64) -> Result<Option<Vec<u32>>> {
         if let Some(s) = lock(&self.cache).get(&handle) {

@@ -110,6 +110,7 @@ for _ = 1, n do
     redis.call('HDEL', KEYS[2], h)
     redis.call('HDEL', KEYS[3], h)
     derived('D', prefix .. ':s:' .. h .. ':' .. tok)
+    derived('D', prefix .. ':e:' .. h .. ':' .. tok)
     if bands > 0 and (feat == 'w' or feat == 'c') then
       local kind = 'b'
       if feat == 'c' then kind = 'c' end

@@ -91,6 +91,7 @@ impl RedisStore {
                 batch.records.push(NewRecord {
                     record,
                     shingles: Arc::default(),
+                    embedding: None,
                 });
             }
             for h in &change.erase {

@@ -85,6 +85,7 @@ impl SqliteStore {
                     records.push(NewRecord {
                         record: r.map_err(|e| self.err(e))?,
                         shingles: Default::default(),
+                        embedding: None,
                     });
                 }
             }

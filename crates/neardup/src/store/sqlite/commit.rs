@@ -7,6 +7,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use super::changes::{note_seen, Change};
 use super::SqliteStore;
+use crate::semantic::embedding_blob;
 use crate::store::{packed_blob, Batch};
 use crate::Result;
 
@@ -50,6 +51,8 @@ fn apply(tx: &Connection, batch: &Batch) -> rusqlite::Result<()> {
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
         )?;
         let mut sh = tx.prepare_cached("INSERT INTO shingles (handle, ids) VALUES (?1, ?2)")?;
+        let mut em =
+            tx.prepare_cached("INSERT INTO embeddings (handle, vector) VALUES (?1, ?2)")?;
         for n in &batch.records {
             let r = &n.record;
             ins.execute(params![
@@ -70,6 +73,9 @@ fn apply(tx: &Connection, batch: &Batch) -> rusqlite::Result<()> {
             if !n.shingles.is_empty() {
                 sh.execute(params![r.handle as i64, packed_blob(&n.shingles).as_ref()])?;
             }
+            if let Some(e) = &n.embedding {
+                em.execute(params![r.handle as i64, embedding_blob(e)])?;
+            }
         }
     }
     {
@@ -81,8 +87,8 @@ fn apply(tx: &Connection, batch: &Batch) -> rusqlite::Result<()> {
     {
         let mut m = tx.prepare_cached(
             "INSERT INTO merges (kept, merged, merged_fingerprint, rule, distance, jaccard,
-                matched, source_urls, at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                matched, source_urls, at, cosine)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
         )?;
         for e in &batch.merges {
             m.execute(params![
@@ -95,14 +101,21 @@ fn apply(tx: &Connection, batch: &Batch) -> rusqlite::Result<()> {
                 e.matched,
                 serde_json::to_string(&e.source_urls).expect("strings serialise"),
                 e.at,
+                e.cosine,
             ])?;
         }
         let mut rj = tx.prepare_cached(
-            "INSERT INTO rejections (record, candidate, distance, jaccard)
-             VALUES (?1, ?2, ?3, ?4)",
+            "INSERT INTO rejections (record, candidate, distance, jaccard, cosine)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
         )?;
         for r in &batch.rejections {
-            rj.execute(params![r.record, r.candidate, r.distance, r.jaccard])?;
+            rj.execute(params![
+                r.record,
+                r.candidate,
+                r.distance,
+                r.jaccard,
+                r.cosine
+            ])?;
         }
     }
     {
@@ -125,6 +138,7 @@ fn apply(tx: &Connection, batch: &Batch) -> rusqlite::Result<()> {
             .optional()?;
         let Some(id) = id else { continue };
         tx.execute("DELETE FROM shingles WHERE handle = ?1", [h as i64])?;
+        tx.execute("DELETE FROM embeddings WHERE handle = ?1", [h as i64])?;
         tx.execute("DELETE FROM records WHERE handle = ?1", [h as i64])?;
         tx.execute("DELETE FROM merges WHERE merged = ?1", [&id])?;
         tx.execute("UPDATE merges SET kept = '<erased>' WHERE kept = ?1", [&id])?;

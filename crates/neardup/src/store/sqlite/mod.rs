@@ -186,6 +186,10 @@ impl Store for SqliteStore {
         self.shingle_sets(handles)
     }
 
+    fn embeddings_many(&self, handles: &[u64]) -> Result<Vec<Option<Vec<f32>>>> {
+        self.embeddings(handles)
+    }
+
     fn boilerplate(&self) -> Result<Vec<(String, HostBoilerplate)>> {
         self.read_boilerplate()
     }

@@ -78,6 +78,27 @@ impl SqliteStore {
             .collect()
     }
 
+    /// [`Store::embeddings_many`](crate::store::Store::embeddings_many), on one reader.
+    pub(super) fn embeddings(&self, handles: &[u64]) -> Result<Vec<Option<Vec<f32>>>> {
+        if handles.is_empty() {
+            return Ok(Vec::new());
+        }
+        let conn = self.reader();
+        let mut stmt = conn
+            .prepare_cached("SELECT vector FROM embeddings WHERE handle = ?1")
+            .map_err(|e| self.err(e))?;
+        handles
+            .iter()
+            .map(|&h| {
+                stmt.query_row([h as i64], |r| {
+                    Ok(crate::semantic::blob_embedding(r.get_ref(0)?.as_blob()?))
+                })
+                .optional()
+                .map_err(|e| self.err(e))
+            })
+            .collect()
+    }
+
     pub(super) fn shingles_with(&self, conn: &Connection, handle: u64) -> Result<Option<Vec<u32>>> {
         let mut stmt = conn
             .prepare_cached("SELECT ids FROM shingles WHERE handle = ?1")
@@ -139,7 +160,7 @@ impl SqliteStore {
         let mut stmt = conn
             .prepare_cached(
                 "SELECT kept, merged, merged_fingerprint, rule, distance, jaccard, matched,
-                    source_urls, at FROM merges WHERE at >= ?1 ORDER BY seq",
+                    source_urls, at, cosine FROM merges WHERE at >= ?1 ORDER BY seq",
             )
             .map_err(|e| self.err(e))?;
         let mut rows = stmt.query([&second]).map_err(|e| self.err(e))?;
@@ -156,6 +177,7 @@ impl SqliteStore {
                     matched: row.get(6)?,
                     source_urls: serde_json::from_str(&urls).unwrap_or_default(),
                     at: row.get(8)?,
+                    cosine: row.get(9)?,
                 })
             })()
             .map_err(|e| self.err(e))?;
@@ -170,7 +192,9 @@ impl SqliteStore {
     pub(super) fn read_rejections(&self, f: &mut dyn FnMut(Rejection)) -> Result<()> {
         let conn = self.conn();
         let mut stmt = conn
-            .prepare("SELECT record, candidate, distance, jaccard FROM rejections ORDER BY seq")
+            .prepare(
+                "SELECT record, candidate, distance, jaccard, cosine FROM rejections ORDER BY seq",
+            )
             .map_err(|e| self.err(e))?;
         let mut rows = stmt.query([]).map_err(|e| self.err(e))?;
         while let Some(row) = rows.next().map_err(|e| self.err(e))? {
@@ -180,6 +204,7 @@ impl SqliteStore {
                     candidate: row.get(1)?,
                     distance: row.get(2)?,
                     jaccard: row.get(3)?,
+                    cosine: row.get(4)?,
                 })
             })()
             .map_err(|e| self.err(e))?;

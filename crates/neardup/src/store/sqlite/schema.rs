@@ -48,7 +48,8 @@ CREATE TABLE IF NOT EXISTS merges (
     jaccard REAL NOT NULL,
     matched TEXT NOT NULL,
     source_urls TEXT NOT NULL,
-    at TEXT NOT NULL
+    at TEXT NOT NULL,
+    cosine REAL
 );
 CREATE INDEX IF NOT EXISTS merges_merged ON merges(merged);
 CREATE TABLE IF NOT EXISTS rejections (
@@ -56,8 +57,10 @@ CREATE TABLE IF NOT EXISTS rejections (
     record TEXT NOT NULL,
     candidate TEXT NOT NULL,
     distance INTEGER NOT NULL,
-    jaccard REAL NOT NULL
+    jaccard REAL NOT NULL,
+    cosine REAL
 );
+CREATE TABLE IF NOT EXISTS embeddings (handle INTEGER PRIMARY KEY, vector BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, batch TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS labels (
     a TEXT NOT NULL,
@@ -77,9 +80,27 @@ CREATE TABLE IF NOT EXISTS boilerplate (
 );
 ";
 
-/// Creates what is missing of the schema and drops [`UNUSED_INDEXES`].
+/// Columns later releases added to tables of earlier ones: (table, column, type). Nullable,
+/// so an earlier release still writes and reads the table (naming its columns) as before.
+const ADDED_COLUMNS: [(&str, &str, &str); 2] = [
+    ("merges", "cosine", "REAL"),
+    ("rejections", "cosine", "REAL"),
+];
+
+/// Creates what is missing of the schema (tables, [`ADDED_COLUMNS`]) and drops
+/// [`UNUSED_INDEXES`].
 pub(super) fn create(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch(SCHEMA)?;
+    for (table, column, kind) in ADDED_COLUMNS {
+        let exists: bool = conn.query_row(
+            &format!("SELECT count(*) > 0 FROM pragma_table_info('{table}') WHERE name = ?1"),
+            [column],
+            |r| r.get(0),
+        )?;
+        if !exists {
+            conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {kind}"))?;
+        }
+    }
     for name in UNUSED_INDEXES {
         let exists: bool = conn.query_row(
             "SELECT count(*) > 0 FROM sqlite_schema WHERE type = 'index' AND name = ?1",

