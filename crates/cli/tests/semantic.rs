@@ -186,4 +186,36 @@ fn dedup_merges_a_reworded_docstring_by_the_semantic_stage_and_reevaluate_replay
     let strict = reevaluate(&["--semantic", "--semantic-threshold", "0.75"]);
     assert_eq!(strict.len(), 1, "{strict:?}");
     assert!(strict[0].starts_with("split\t"), "{strict:?}");
+    // The stage's options without the stage are refused, before anything is written.
+    neardup(
+        dir.path(),
+        &[
+            "dedup",
+            "--out",
+            "none",
+            "--semantic-threshold",
+            "0.8",
+            "docs.jsonl",
+        ],
+    )
+    .assert_fails(
+        3,
+        "--semantic-threshold applies to the semantic stage: add --model DIR",
+    );
+    assert!(!dir.path().join("none").exists());
+    neardup(
+        dir.path(),
+        &[
+            "reevaluate",
+            "--store",
+            "s.db",
+            "--distance",
+            "16",
+            "--jaccard",
+            "0.8",
+            "--semantic-radius",
+            "20",
+        ],
+    )
+    .assert_fails(3, "add --semantic");
 }

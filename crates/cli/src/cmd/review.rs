@@ -91,6 +91,9 @@ the store's pairs; unsure labels are left out.
 Exit status: 0 on success, 2 on an error.";
 
 pub fn run_reevaluate(args: &ReevaluateArgs) -> anyhow::Result<ExitCode> {
+    if !args.semantic {
+        args.semantic_rule.refuse_without("--semantic")?;
+    }
     if !(0.0..=1.0).contains(&args.jaccard) {
         bail!("--jaccard {} must be between 0 and 1", args.jaccard);
     }

@@ -199,6 +199,9 @@ pub fn run(args: &DedupArgs) -> anyhow::Result<ExitCode> {
     if args.batch_size == 0 {
         bail!("--batch-size must be at least 1");
     }
+    if args.model.is_none() {
+        args.semantic.refuse_without("--model DIR")?;
+    }
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating output directory {}", args.out.display()))?;
     let _lock = super::lock_store(&args.store, "neardup dedup", args.no_wait)?;
