@@ -217,7 +217,9 @@ def block_pairs(
 ) -> pa.RecordBatch:
     """Pairs within k bits among pigeonhole_blocks rows, group by group (lowest agreeing
     block only; tiles where the rows carry ta, tb, side); with min_jaccard, verified against
-    the rows' sets and returned with `jaccard`. Schema metadata `candidates`: pairs found.
+    the rows' sets and returned with `jaccard` (only pairs whose set sizes allow
+    min_jaccard are compared). Schema metadata `candidates`: pairs found (with min_jaccard,
+    those the sizes allow).
     Groups of `join_from` rows or more are searched by the all-pairs join (at 128 bits, of
     each half at k // 2) instead of a scan per row."""
 def block_participants(
@@ -230,7 +232,8 @@ def block_participants(
 ) -> pa.RecordBatch:
     """Over block rows carrying `size` (a set's length in ids) instead of the set: `block`,
     `value`, `doc` of each record a group's verification needs (a candidate the sizes allow,
-    in its lowest agreeing block's group). Schema metadata `candidates`: pairs found."""
+    in its lowest agreeing block's group). Schema metadata `candidates`: pairs found that
+    the sizes allow."""
 def components(a: pa.Array, b: pa.Array) -> pa.RecordBatch:
     """Connected components of the edges a[i] ~ b[i] (int64): `doc`, `root` (the smallest
     doc of its component), one row per node."""

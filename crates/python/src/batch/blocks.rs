@@ -110,9 +110,11 @@ pub fn pigeonhole_blocks(
 /// With `min_jaccard`, the rows carry each record's verification `set` and the pairs are
 /// verified here, where the sets already are: only pairs whose exact Jaccard is at least
 /// `min_jaccard` are returned, with a `jaccard` column (float64). Pairs whose set sizes alone
-/// rule it out (J <= smaller / larger) are not scored, and where the rows carry `old`, pairs
-/// of two old records (decided by an earlier run) are skipped. The schema's metadata
-/// `candidates` counts the pairs within `k` found before verification.
+/// rule it out (J <= smaller / larger) are not even compared (a group is scanned in size
+/// order, each row against the rows whose sizes it allows), and where the rows carry `old`,
+/// pairs of two old records (decided by an earlier run) are skipped. The schema's metadata
+/// `candidates` counts the pairs within `k` found before verification (with `min_jaccard`,
+/// those the sizes allow).
 ///
 /// A group of `join_from` rows or more (default 131,072) is searched with the library's
 /// all-pairs join instead of a scan per row: at 128 bits, one join of each half at `k / 2`.
@@ -168,8 +170,8 @@ pub fn block_pairs(
 /// `min_jaccard` and that is not a pair of two old records. Block rows of just these
 /// records, with their sets, give [`block_pairs`] with `min_jaccard` the same pairs as
 /// every record's rows would: each pair it verifies has both records here. The schema's
-/// metadata `candidates` counts the pairs within `k`, and `join_from` is, as
-/// [`block_pairs`]'s.
+/// metadata `candidates` counts the pairs within `k` the sizes allow, and `join_from` is,
+/// as [`block_pairs`]'s with `min_jaccard`.
 #[pyfunction]
 #[pyo3(signature = (rows, *, bits, k, min_jaccard, join_from=JOIN_FROM))]
 pub fn block_participants(
@@ -247,7 +249,7 @@ struct BlockRows {
     /// Each batch's `set` column, and each row's (batch, position) in them.
     set_columns: Vec<arrow_array::BinaryArray>,
     set_at: Vec<(u32, u32)>,
-    /// Each row's set length in ids (with [`Carried::Sizes`]).
+    /// Each row's set length in ids (with [`Carried::Sizes`] and [`Carried::Sets`]).
     sizes: Vec<u32>,
     olds: Vec<bool>,
 }
@@ -315,6 +317,8 @@ impl BlockRows {
                         return Err(PyValueError::new_err("column \"set\" has nulls"));
                     }
                     out.set_at.extend((0..n).map(|i| (b as u32, i as u32)));
+                    out.sizes
+                        .extend((0..n).map(|i| (s.value_length(i) / 4) as u32));
                     out.set_columns.push(s);
                 }
                 Carried::Sizes => {
@@ -347,11 +351,13 @@ impl BlockRows {
     }
 
     /// Every group's candidates: `each(group, row, row, distance)` for each pair within
-    /// `k` bits whose lowest agreeing block is the group's, groups in key order. Returns
-    /// the number of candidates.
+    /// `k` bits whose lowest agreeing block is the group's (and, with `min_jaccard`, whose
+    /// set sizes allow it: other pairs are not even compared), groups in key order.
+    /// Returns the number of candidates.
     fn candidates(
         &self,
         blocks: &Blocks,
+        min_jaccard: Option<f64>,
         mut each: impl FnMut((i32, i64, i32, i32), usize, usize, u32),
     ) -> usize {
         let mut groups: HashMap<(i32, i64, i32, i32), Vec<usize>> = HashMap::new();
@@ -366,7 +372,18 @@ impl BlockRows {
             let (block, _, ta, tb) = key;
             let fps: Vec<u128> = rows.iter().map(|&r| self.fps[r]).collect();
             let sides: Vec<i8> = rows.iter().map(|&r| self.sides[r]).collect();
-            let pairs = group_pairs(blocks, block as u32, &fps, (ta != tb).then_some(&sides));
+            let sizes: Vec<u32> = match min_jaccard {
+                Some(_) => rows.iter().map(|&r| self.sizes[r]).collect(),
+                None => Vec::new(),
+            };
+            let window = min_jaccard.map(|t| Window { sizes: &sizes, t });
+            let pairs = group_pairs(
+                blocks,
+                block as u32,
+                &fps,
+                (ta != tb).then_some(&sides),
+                window,
+            );
             candidates += pairs.len();
             for (i, j, distance) in pairs {
                 each(key, rows[i], rows[j], distance);
@@ -378,15 +395,15 @@ impl BlockRows {
     /// Every group's pairs (verified with `min_jaccard`), and the candidates found.
     fn pairs(&self, blocks: &Blocks, min_jaccard: Option<f64>) -> (Vec<Found>, usize) {
         let mut found = Vec::new();
-        let candidates = self.candidates(blocks, |_, x, y, distance| {
+        let candidates = self.candidates(blocks, min_jaccard, |_, x, y, distance| {
             let (dx, dy) = (self.docs[x], self.docs[y]);
             match min_jaccard {
                 None => found.push((dx, dy, distance, None)),
                 Some(t) => {
-                    let (sx, sy) = (self.set(x), self.set(y));
-                    if self.olds[x] && self.olds[y] || !sizes_allow(sx.len(), sy.len(), t) {
+                    if self.olds[x] && self.olds[y] {
                         return;
                     }
+                    let (sx, sy) = (self.set(x), self.set(y));
                     let j = id_jaccard(&sx, &sy);
                     if j >= t {
                         found.push((dx, dy, distance, Some(j)));
@@ -402,14 +419,17 @@ impl BlockRows {
     /// group, once each, sorted; and the candidates found.
     fn participants(&self, blocks: &Blocks, min_jaccard: f64) -> (Vec<(i32, i64, i64)>, usize) {
         let mut out = Vec::new();
-        let candidates = self.candidates(blocks, |(block, value, _, _), x, y, _| {
-            let (sx, sy) = (self.sizes[x] as usize, self.sizes[y] as usize);
-            if self.olds[x] && self.olds[y] || !sizes_allow(sx, sy, min_jaccard) {
-                return;
-            }
-            out.push((block, value, self.docs[x]));
-            out.push((block, value, self.docs[y]));
-        });
+        let candidates = self.candidates(
+            blocks,
+            Some(min_jaccard),
+            |(block, value, _, _), x, y, _| {
+                if self.olds[x] && self.olds[y] {
+                    return;
+                }
+                out.push((block, value, self.docs[x]));
+                out.push((block, value, self.docs[y]));
+            },
+        );
         out.sort_unstable();
         out.dedup();
         (out, candidates)
@@ -432,13 +452,39 @@ fn sizes_allow(a: usize, b: usize, t: f64) -> bool {
 /// of millions a raised `max_bucket` makes.
 const JOIN_FROM: usize = 1 << 17;
 
-/// The pairs of one group within `k` bits whose lowest agreeing block is `block`: (row i,
-/// row j, distance).
+/// The set sizes a group's pairs must allow a Jaccard threshold with: `sizes[i]` is row
+/// i's set length.
+#[derive(Clone, Copy)]
+struct Window<'a> {
+    sizes: &'a [u32],
+    t: f64,
+}
+
+impl Window<'_> {
+    fn allows(&self, i: usize, j: usize) -> bool {
+        sizes_allow(self.sizes[i] as usize, self.sizes[j] as usize, self.t)
+    }
+
+    /// `rows` in ascending set size.
+    fn sorted(&self, mut rows: Vec<usize>) -> Vec<usize> {
+        rows.sort_unstable_by_key(|&i| self.sizes[i]);
+        rows
+    }
+}
+
+/// The pairs of one group within `k` bits whose lowest agreeing block is `block` (and whose
+/// sizes the `window` allows): (row i, row j, distance).
+///
+/// With a window, rows are scanned in size order and each only against the rows whose
+/// sizes it allows: on 60k real records at k 16 (groups of up to 11,855 rows), 2.8e8
+/// comparisons instead of 2.57e9, since most of a group's rows differ too much in length
+/// to reach the threshold.
 fn group_pairs(
     blocks: &Blocks,
     block: u32,
     fps: &[u128],
     sides: Option<&Vec<i8>>,
+    window: Option<Window<'_>>,
 ) -> Vec<(usize, usize, u32)> {
     let k = blocks.k;
     // Two fingerprints within k bits are within k on their low 64 bits: the library's
@@ -448,20 +494,40 @@ fn group_pairs(
     let mut out = Vec::new();
     let mut keep = |i: usize, j: usize| {
         let distance = (fps[i] ^ fps[j]).count_ones();
-        if distance <= k && blocks.lowest_agreeing(fps[i], fps[j]) == Some(block) {
+        if distance <= k
+            && window.is_none_or(|w| w.allows(i, j))
+            && blocks.lowest_agreeing(fps[i], fps[j]) == Some(block)
+        {
             out.push((i, j, distance));
         }
     };
-    match sides {
-        Some(sides) => {
+    let all: Vec<usize> = (0..fps.len()).collect();
+    match (sides, window) {
+        (Some(sides), window) => {
             let (left, right): (Vec<usize>, Vec<usize>) =
-                (0..fps.len()).partition(|&i| sides[i] == 0);
+                all.into_iter().partition(|&i| sides[i] == 0);
+            let right = match window {
+                Some(w) => w.sorted(right),
+                None => right,
+            };
             let right_lows: Vec<u64> = right.iter().map(|&j| lows[j]).collect();
             for &i in &left {
-                scan(&right_lows, lows[i], k, |at, _| keep(i, right[at]));
+                // The right rows whose sizes `i` allows: a band of the sorted ones.
+                let (from, to) = match window {
+                    None => (0, right.len()),
+                    Some(w) => {
+                        let s = w.sizes[i];
+                        let below = |&j: &usize| w.sizes[j] < s && !w.allows(i, j);
+                        let within = |&j: &usize| w.sizes[j] < s || w.allows(i, j);
+                        (right.partition_point(below), right.partition_point(within))
+                    }
+                };
+                scan(&right_lows[from..to], lows[i], k, |at, _| {
+                    keep(i, right[from + at]);
+                });
             }
         }
-        None if fps.len() >= blocks.join_from => match joined(blocks, fps, &lows) {
+        (None, _) if fps.len() >= blocks.join_from => match joined(blocks, fps, &lows) {
             Some(pairs) => {
                 for (i, j) in pairs {
                     keep(i, j);
@@ -469,7 +535,22 @@ fn group_pairs(
             }
             None => scan_all(&lows, k, keep),
         },
-        None => scan_all(&lows, k, keep),
+        (None, None) => scan_all(&lows, k, keep),
+        (None, Some(w)) => {
+            let order = w.sorted(all);
+            let sorted_lows: Vec<u64> = order.iter().map(|&i| lows[i]).collect();
+            let mut to = 0;
+            for (at, &i) in order.iter().enumerate() {
+                // Sizes ascend, so the last row `i` allows only moves on.
+                to = to.max(at + 1);
+                while to < order.len() && w.allows(i, order[to]) {
+                    to += 1;
+                }
+                scan(&sorted_lows[at + 1..to], lows[i], k, |found, _| {
+                    keep(i, order[at + 1 + found]);
+                });
+            }
+        }
     }
     out
 }

@@ -306,7 +306,9 @@ def near_pairs(reps: DataFrame, opts: Options, skip_old: bool) -> Tuple[DataFram
     (30 a record there, after the size filter).
 
     Returns (pairs `a`, `b`, `distance`, `jaccard`, the skew report, an accumulator that
-    counts the candidates once the pairs are computed)."""
+    counts the candidates once the pairs are computed: with `verify="groups"`, the pairs
+    within k whose set sizes allow `min_jaccard`, the only ones compared; with "join",
+    every pair within k)."""
     bits, k, cap = opts.bits, opts.max_distance, opts.max_bucket
     spark = reps.sparkSession
 
