@@ -418,19 +418,23 @@ impl BlockRows {
     /// (sizes allowing `min_jaccard`, not two old records) in its lowest agreeing block's
     /// group, once each, sorted; and the candidates found.
     fn participants(&self, blocks: &Blocks, min_jaccard: f64) -> (Vec<(i32, i64, i64)>, usize) {
-        let mut out = Vec::new();
-        let candidates = self.candidates(
-            blocks,
-            Some(min_jaccard),
-            |(block, value, _, _), x, y, _| {
-                if self.olds[x] && self.olds[y] {
-                    return;
-                }
-                out.push((block, value, self.docs[x]));
-                out.push((block, value, self.docs[y]));
-            },
-        );
+        // A row is one record in one group (tile), so marking rows names each participant
+        // once per tile; only the marked rows are sorted, not one entry per candidate.
+        let mut marked = vec![false; self.docs.len()];
+        let candidates = self.candidates(blocks, Some(min_jaccard), |_, x, y, _| {
+            if !(self.olds[x] && self.olds[y]) {
+                marked[x] = true;
+                marked[y] = true;
+            }
+        });
+        let mut out: Vec<(i32, i64, i64)> = marked
+            .iter()
+            .enumerate()
+            .filter(|&(_, &m)| m)
+            .map(|(r, _)| (self.keys[r].0, self.keys[r].1, self.docs[r]))
+            .collect();
         out.sort_unstable();
+        // A record in several tiles of a group is one participant.
         out.dedup();
         (out, candidates)
     }
