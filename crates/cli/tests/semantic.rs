@@ -76,6 +76,17 @@ fn explain_shows_the_semantic_score_of_a_reworded_docstring() {
     neardup(dir.path(), &["explain", "--model", ".", old, new]).assert_fails(3, "no config.json");
 }
 
+/// `reevaluate` of the store `s.db` at the default Jaccard rule.
+const REEVALUATE: [&str; 7] = [
+    "reevaluate",
+    "--store",
+    "s.db",
+    "--distance",
+    "16",
+    "--jaccard",
+    "0.8",
+];
+
 /// The three docstrings as JSON Lines records.
 fn docstrings(dir: &std::path::Path) {
     let line = |id: &str, text: &str| serde_json::json!({"id": id, "text": text}).to_string();
@@ -156,15 +167,7 @@ fn dedup_merges_a_reworded_docstring_by_the_semantic_stage_and_reevaluate_replay
     // Re-judged from the logged cosine, no model needed: a Jaccard-only re-evaluation
     // leaves it, the rule in force keeps it, a stricter one splits it.
     let reevaluate = |extra: &[&str]| {
-        let mut args = vec![
-            "reevaluate",
-            "--store",
-            "s.db",
-            "--distance",
-            "16",
-            "--jaccard",
-            "0.8",
-        ];
+        let mut args = REEVALUATE.to_vec();
         args.extend(extra);
         let run = neardup(dir.path(), &args);
         run.assert_ok();
@@ -205,17 +208,7 @@ fn dedup_merges_a_reworded_docstring_by_the_semantic_stage_and_reevaluate_replay
     assert!(!dir.path().join("none").exists());
     neardup(
         dir.path(),
-        &[
-            "reevaluate",
-            "--store",
-            "s.db",
-            "--distance",
-            "16",
-            "--jaccard",
-            "0.8",
-            "--semantic-radius",
-            "20",
-        ],
+        &[&REEVALUATE[..], &["--semantic-radius", "20"]].concat(),
     )
     .assert_fails(3, "add --semantic");
 }

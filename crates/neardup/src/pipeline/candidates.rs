@@ -44,27 +44,8 @@ impl<S: Store> Deduper<S> {
     /// cached), the rest read from the store in one batch (one round trip for a remote
     /// store) and cached.
     pub(super) fn shingle_sets(&self, handles: &[u64]) -> Result<Vec<Option<sets::Set>>> {
-        let mut found: Vec<Option<sets::Set>> = handles.iter().map(|&h| self.sets.get(h)).collect();
-        let missing: Vec<u64> = handles
-            .iter()
-            .zip(&found)
-            .filter(|(_, s)| s.is_none())
-            .map(|(&h, _)| h)
-            .collect();
-        if missing.is_empty() {
-            return Ok(found);
-        }
-        let mut fetched = self.store.shingles_many(&missing)?.into_iter();
-        for (&h, slot) in handles.iter().zip(&mut found) {
-            if slot.is_none() {
-                *slot = fetched.next().flatten().map(|set| {
-                    let set = sets::Set::from(set);
-                    self.sets.fetched(h, &set);
-                    set
-                });
-            }
-        }
-        Ok(found)
+        self.sets
+            .get_or_fetch(handles, |missing| self.store.shingles_many(missing))
     }
 
     /// The index a record's candidates come from, with its radius and Jaccard threshold.

@@ -76,28 +76,8 @@ impl<S: Store> Deduper<S> {
     /// The embeddings of `handles`: those not committed yet or cached, the rest read from
     /// the store in one batch and cached.
     fn embeddings_of(&self, handles: &[u64]) -> Result<Vec<Option<Embedding>>> {
-        let mut found: Vec<Option<Embedding>> =
-            handles.iter().map(|&h| self.embeddings.get(h)).collect();
-        let missing: Vec<u64> = handles
-            .iter()
-            .zip(&found)
-            .filter(|(_, e)| e.is_none())
-            .map(|(&h, _)| h)
-            .collect();
-        if missing.is_empty() {
-            return Ok(found);
-        }
-        let mut fetched = self.store.embeddings_many(&missing)?.into_iter();
-        for (&h, slot) in handles.iter().zip(&mut found) {
-            if slot.is_none() {
-                *slot = fetched.next().flatten().map(|e| {
-                    let e = Embedding::from(e);
-                    self.embeddings.fetched(h, &e);
-                    e
-                });
-            }
-        }
-        Ok(found)
+        self.embeddings
+            .get_or_fetch(handles, |missing| self.store.embeddings_many(missing))
     }
 
     /// Keeps a stored record's embedding until its batch is committed.

@@ -112,6 +112,39 @@ impl<T: Send + Sync + 'static> Sets<T> {
     }
 
     /// Keeps a set read from the store for the next time it is asked for.
+    /// The entries of `handles`, in order: those held (pending or cached), the rest from
+    /// one call of `fetch` (one round trip for a remote store), cached.
+    ///
+    /// # Errors
+    /// `fetch`'s.
+    pub(super) fn get_or_fetch(
+        &self,
+        handles: &[u64],
+        fetch: impl FnOnce(&[u64]) -> crate::Result<Vec<Option<Vec<T>>>>,
+    ) -> crate::Result<Vec<Option<Arc<[T]>>>> {
+        let mut found: Vec<Option<Arc<[T]>>> = handles.iter().map(|&h| self.get(h)).collect();
+        let missing: Vec<u64> = handles
+            .iter()
+            .zip(&found)
+            .filter(|(_, s)| s.is_none())
+            .map(|(&h, _)| h)
+            .collect();
+        if missing.is_empty() {
+            return Ok(found);
+        }
+        let mut fetched = fetch(&missing)?.into_iter();
+        for (&h, slot) in handles.iter().zip(&mut found) {
+            if slot.is_none() {
+                *slot = fetched.next().flatten().map(|set| {
+                    let set = Arc::<[T]>::from(set);
+                    self.fetched(h, &set);
+                    set
+                });
+            }
+        }
+        Ok(found)
+    }
+
     pub(super) fn fetched(&self, handle: u64, set: &Arc<[T]>) {
         if let Some(cache) = &self.cache {
             cache.insert(handle, set.clone());

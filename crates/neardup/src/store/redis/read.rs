@@ -63,24 +63,7 @@ impl RedisStore {
             return Ok(out);
         }
         let started = std::time::Instant::now();
-        let values: Vec<Value> = if self.cfg.cluster {
-            // The keys lie in many slots: one GET each, pipelined per node.
-            let cmds: Vec<Cmd> = missing
-                .iter()
-                .map(|(_, _, key)| {
-                    let mut c = redis::cmd("GET");
-                    c.arg(key);
-                    c
-                })
-                .collect();
-            self.read("reading shingles", |c| c.pipeline(&cmds))?
-        } else {
-            let mut mget = redis::cmd("MGET");
-            for (_, _, key) in &missing {
-                mget.arg(key);
-            }
-            self.read("reading shingles", |c| c.query(&mget))?
-        };
+        let values = self.get_many(missing.iter().map(|(_, _, key)| key), "reading shingles")?;
         self.read_time.add(started);
         self.shingle_reads
             .fetch_add(missing.len() as u64, Ordering::Relaxed);
@@ -103,8 +86,33 @@ impl RedisStore {
         Ok(out)
     }
 
-    /// [`Store::embeddings_many`](crate::store::Store::embeddings_many): one MGET (a GET
-    /// each, pipelined, on a cluster), nothing cached.
+    /// The values of `keys`, in order: one MGET, or on a cluster (whose keys lie in many
+    /// slots) one GET each, pipelined per node.
+    fn get_many<'k>(
+        &self,
+        keys: impl Iterator<Item = &'k String>,
+        what: &str,
+    ) -> Result<Vec<Value>> {
+        if self.cfg.cluster {
+            let cmds: Vec<Cmd> = keys
+                .map(|key| {
+                    let mut c = redis::cmd("GET");
+                    c.arg(key);
+                    c
+                })
+                .collect();
+            self.read(what, |c| c.pipeline(&cmds))
+        } else {
+            let mut mget = redis::cmd("MGET");
+            for key in keys {
+                mget.arg(key);
+            }
+            self.read(what, |c| c.query(&mget))
+        }
+    }
+
+    /// [`Store::embeddings_many`](crate::store::Store::embeddings_many): nothing cached
+    /// here (the pipeline caches what it reads).
     pub(super) fn embeddings(&self, handles: &[u64]) -> Result<Vec<Option<Vec<f32>>>> {
         let keys: Vec<(usize, String)> = {
             let tokens = lock(&self.tokens);
@@ -118,23 +126,7 @@ impl RedisStore {
         if keys.is_empty() {
             return Ok(out);
         }
-        let values: Vec<Value> = if self.cfg.cluster {
-            let cmds: Vec<Cmd> = keys
-                .iter()
-                .map(|(_, key)| {
-                    let mut c = redis::cmd("GET");
-                    c.arg(key);
-                    c
-                })
-                .collect();
-            self.read("reading embeddings", |c| c.pipeline(&cmds))?
-        } else {
-            let mut mget = redis::cmd("MGET");
-            for (_, key) in &keys {
-                mget.arg(key);
-            }
-            self.read("reading embeddings", |c| c.query(&mget))?
-        };
+        let values = self.get_many(keys.iter().map(|(_, key)| key), "reading embeddings")?;
         for ((i, _), value) in keys.into_iter().zip(values) {
             let blob: Option<Vec<u8>> = redis::from_redis_value(value)
                 .map_err(|e| self.fail(format!("reading embeddings: {e}")))?;
