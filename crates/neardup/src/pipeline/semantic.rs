@@ -127,10 +127,14 @@ impl<S: Store> Deduper<S> {
                 scored.push((h, Scores::new(distance, id_jaccard(&p.shingles, &set))));
             }
         }
-        scored.retain(|(_, s)| s.distance <= rule.radius);
-        let handles: Vec<u64> = scored.iter().map(|&(h, _)| h).collect();
-        for ((_, s), theirs) in scored.iter_mut().zip(self.embeddings_of(&handles)?) {
-            s.cosine = theirs
+        // Candidates within the radius get their cosine (verification's within
+        // `max_distance` may lie beyond a narrower radius: logged, not scored).
+        let within: Vec<usize> = (0..scored.len())
+            .filter(|&i| scored[i].1.distance <= rule.radius)
+            .collect();
+        let handles: Vec<u64> = within.iter().map(|&i| scored[i].0).collect();
+        for (&i, theirs) in within.iter().zip(self.embeddings_of(&handles)?) {
+            scored[i].1.cosine = theirs
                 .filter(|t| t.len() == mine.len())
                 .map(|t| cosine(mine, &t));
         }
@@ -368,6 +372,35 @@ mod tests {
             "{:?}",
             out[0].decision
         );
+    }
+
+    #[test]
+    fn candidates_beyond_a_narrow_radius_are_logged_as_without_the_stage() {
+        let base = doc(1, 300);
+        let records = [
+            Record::new("a", format!("alpha {base}")),
+            Record::new("para", format!("alpha {}", edit(&base, 90))),
+        ];
+        let rejections = |semantic: Option<SemanticRule>| {
+            let builder = Deduper::builder().rule(rule());
+            let builder = match semantic {
+                Some(s) => builder.semantic(Arc::new(Topics), s),
+                None => builder,
+            };
+            let mut d = builder.open(MemoryStore::new()).unwrap();
+            let out = d.process(&records, now()).unwrap();
+            assert!(matches!(out[1].decision, Decision::Kept { .. }), "{out:?}");
+            let mut logged = Vec::new();
+            d.store().rejections(&mut |r| logged.push(r)).unwrap();
+            logged
+        };
+        let without = rejections(None);
+        assert_eq!(without.len(), 1, "{without:?}");
+        let narrow = SemanticRule {
+            radius: 0,
+            ..cosine_rule()
+        };
+        assert_eq!(rejections(Some(narrow)), without);
     }
 
     #[test]
