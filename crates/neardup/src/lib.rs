@@ -40,6 +40,7 @@ pub mod exact;
 pub mod features;
 pub mod fingerprint;
 pub mod index;
+pub mod json;
 pub mod pipeline;
 pub mod record;
 pub mod semantic;

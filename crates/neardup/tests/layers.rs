@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 /// error types, and every module returns it. So is `macros`: it imports nothing, and its
 /// macros are in scope in every module without an import.
 const LAYERS: &[&str] = &[
+    "json",
     "record",
     "text",
     "exact",

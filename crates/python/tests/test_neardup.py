@@ -516,3 +516,42 @@ def test_verification_in_groups_scores_every_pair_the_sizes_allow():
             assert j == pytest.approx(jaccard(a, b))
         # Candidates count the pairs the sizes allow: fewer than every pair within k.
         assert len(want) <= int(got.schema.metadata[b"candidates"]) < len(within)
+
+
+def test_kept_json_lines_keep_the_records_members_as_written():
+    lines = pa.array(
+        [
+            '{"id": "a", "text": "caf\\u00e9", "n": 1.50, "first_seen": "old"}',
+            '  {"id":"b","text":"plain"}  ',
+            "{}",
+        ]
+    )
+    out = neardup.annotate_json(
+        lines,
+        pa.array([["https://x/a", "https://y/a"], [], []], pa.list_(pa.string())),
+        pa.array([1767225600000, 1767225600500, 0], pa.int64()),
+        pa.array([2, 1, 1], pa.int64()),
+        pa.array(["00ff", "0a0b", "0000"]),
+        pa.array(["en", None, None]),
+    ).to_pylist()
+    # The record's own members byte for byte (escapes, number forms, spacing), without its
+    # own `first_seen`, then the fields kept records get.
+    assert out[0] == (
+        '{"id": "a","text": "caf\\u00e9","n": 1.50,"source_urls":["https://x/a","https://y/a"],'
+        '"first_seen":"2026-01-01T00:00:00Z","cluster_size":2,"neardup_fingerprint":"00ff",'
+        '"neardup_language":"en"}'
+    )
+    assert out[1] == (
+        '{"id":"b","text":"plain","source_urls":[],"first_seen":"2026-01-01T00:00:00.500Z",'
+        '"cluster_size":1,"neardup_fingerprint":"0a0b"}'
+    )
+    assert json.loads(out[2])["cluster_size"] == 1 and out[2].startswith('{"source_urls"')
+    with pytest.raises(ValueError, match="row 1: .*JSON object, not an array"):
+        neardup.annotate_json(
+            pa.array(["{}", "[1]"]),
+            pa.array([[], []], pa.list_(pa.string())),
+            pa.array([0, 0], pa.int64()),
+            pa.array([1, 1], pa.int64()),
+            pa.array(["0", "0"]),
+            pa.array([None, None], pa.string()),
+        )

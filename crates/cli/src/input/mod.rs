@@ -10,14 +10,13 @@
 //! One job a file: `discover` settles the format and finds the files (the walk of a
 //! directory, the files it skips, the bytes to read), `open` opens and decompresses a
 //! file, `mmap` maps a plain one, `lines` cuts input into lines, `read` walks the inputs
-//! into [`Item`]s, `record` builds a [`Record`] from an item, `json` reads a JSON object's
-//! members, and `host` probes a JSON line for its host alone.
+//! into [`Item`]s, `record` builds a [`Record`] from an item (a JSON object's members read by
+//! `neardup::json`), and `host` probes a JSON line for its host alone.
 
 use std::fmt;
 
 mod discover;
 mod host;
-mod json;
 mod lines;
 mod mmap;
 mod open;
@@ -34,6 +33,7 @@ pub use self::lines::{for_each_line, LineBytes};
 pub use self::mmap::release_pages;
 pub use self::read::{for_each, for_each_item};
 pub use self::record::{mirror_host, parse_json_line, Item};
+pub use neardup::json::{object_with, RESERVED_KEYS};
 
 /// The string `fields` of one JSON Lines record, read as the JSON Lines reader reads them:
 /// the flat-object scan, or serde_json alone with `serde_only`. `None` for a field that is
@@ -48,9 +48,9 @@ pub fn json_string_fields(
     serde_only: bool,
 ) -> Result<Vec<Option<String>>, String> {
     let members = if serde_only {
-        json::Members::parse_with_serde(line)?
+        neardup::json::Members::parse_with_serde(line)?
     } else {
-        json::Members::parse(line)?
+        neardup::json::Members::parse(line)?
     };
     fields.iter().map(|f| members.string(f)).collect()
 }
@@ -134,30 +134,6 @@ impl Record {
         })
     }
 }
-
-/// The JSON object `object` (valid, as read) with only its members at `kept` (see
-/// [`Record::kept_members`]).
-pub fn object_with(object: &[u8], kept: &[std::ops::Range<usize>]) -> Vec<u8> {
-    let mut rewritten = Vec::with_capacity(object.len());
-    rewritten.push(b'{');
-    for (i, member) in kept.iter().enumerate() {
-        if i > 0 {
-            rewritten.push(b',');
-        }
-        rewritten.extend_from_slice(&object[member.clone()]);
-    }
-    rewritten.push(b'}');
-    rewritten
-}
-
-/// The keys kept.jsonl sets on each surviving record (an input's own values are replaced).
-pub const RESERVED_KEYS: [&str; 5] = [
-    "source_urls",
-    "first_seen",
-    "cluster_size",
-    "neardup_fingerprint",
-    "neardup_language",
-];
 
 /// An input that could not be used, and why.
 #[derive(Debug, Clone)]

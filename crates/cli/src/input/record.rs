@@ -2,10 +2,10 @@
 
 use std::sync::Arc;
 
-use super::json::{kind, unlocated, Members, Text};
 use super::lines::Block;
 use super::{LineBytes, Origin, Record, Reject, DEFAULT_TEXT_FIELDS};
 use crate::args::{InputArgs, InputFormat};
+use neardup::json::{kind, unlocated, Members, Text};
 
 /// The host of a document at `path` (below the directory named as input) in a mirror of a
 /// crawl, as `wget --recursive` and HTTrack lay one out: the first directory of the path

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use arrow_array::builder::{BinaryBuilder, Int32Builder, Int64Builder, StringBuilder};
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_pyarrow::{FromPyArrow, IntoPyArrow};
+use neardup::json::{kind, Members, Text};
 use neardup::{Record, Scratch};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -132,15 +133,16 @@ pub(super) fn record_of_json(line: &str, names: &Names<'_>) -> Result<Record, Re
         pos: 0,
         why,
     };
-    let value: serde_json::Value =
-        serde_json::from_str(line).map_err(|e| bad(None, format!("not JSON: {e}")))?;
-    let serde_json::Value::Object(object) = value else {
-        return Err(bad(None, "not a JSON object".into()));
+    let object = Members::parse(line).map_err(|why| bad(None, why))?;
+    let not_an_id = || {
+        let why = format!(
+            "field {:?} must be a non-empty string or an integer",
+            names.id
+        );
+        bad(None, why)
     };
-    let id = match object.get(names.id) {
-        Some(serde_json::Value::String(s)) if !s.trim().is_empty() => s.clone(),
-        Some(serde_json::Value::Number(n)) if n.is_i64() || n.is_u64() => n.to_string(),
-        None | Some(serde_json::Value::Null) => {
+    let id = match object.get(names.id).map(|raw| (raw, kind(raw))) {
+        None | Some((_, "null")) => {
             return Err(bad(
                 None,
                 format!(
@@ -149,60 +151,41 @@ pub(super) fn record_of_json(line: &str, names: &Names<'_>) -> Result<Record, Re
                 ),
             ))
         }
-        Some(_) => {
-            let why = format!(
-                "field {:?} must be a non-empty string or an integer",
-                names.id
-            );
-            return Err(bad(None, why));
-        }
+        Some((_, "a string")) => match object.text(names.id) {
+            Ok(Text::Present(s)) => s,
+            _ => return Err(not_an_id()),
+        },
+        Some((raw, "a number")) => match serde_json::from_str::<serde_json::Number>(raw) {
+            Ok(n) if n.is_i64() || n.is_u64() => n.to_string(),
+            _ => return Err(not_an_id()),
+        },
+        Some(_) => return Err(not_an_id()),
     };
-    let string = |name: &str| -> Result<Option<&str>, Rejected> {
-        match object.get(name) {
-            None | Some(serde_json::Value::Null) => Ok(None),
-            Some(serde_json::Value::String(s)) => Ok(Some(s)),
-            Some(other) => Err(bad(
-                Some(&id),
-                format!("field {name:?} is {}, not a string", json_kind(other)),
-            )),
-        }
-    };
+    // Absent, null, empty and blank strings are no value; other types are rejected.
+    let string = |name: &str| object.string(name).map_err(|why| bad(Some(&id), why));
     let mut fields = Vec::with_capacity(names.text.len());
     for name in &names.text {
         if let Some(text) = string(name)? {
-            if !text.trim().is_empty() {
-                fields.push(neardup::TextField {
-                    name: name.clone(),
-                    text: text.to_owned(),
-                    weight: 1,
-                });
-            }
+            fields.push(neardup::TextField {
+                name: name.clone(),
+                text,
+                weight: 1,
+            });
         }
     }
     if fields.is_empty() {
         let why = format!("no text: {} missing or empty", quoted(&names.text));
         return Err(bad(Some(&id), why));
     }
-    let url = string(names.url)?.map(str::to_owned);
+    let url = string(names.url)?;
     let first_seen = match string(names.first_seen)? {
         None => None,
         Some(t) => Some(
-            neardup::Timestamp::parse_rfc3339(t)
+            neardup::Timestamp::parse_rfc3339(&t)
                 .map_err(|e| bad(Some(&id), format!("field {:?}: {e}", names.first_seen)))?,
         ),
     };
     Ok(crate::records::record(id, url, first_seen, fields))
-}
-
-fn json_kind(value: &serde_json::Value) -> &'static str {
-    match value {
-        serde_json::Value::Null => "null",
-        serde_json::Value::Bool(_) => "a boolean",
-        serde_json::Value::Number(_) => "a number",
-        serde_json::Value::String(_) => "a string",
-        serde_json::Value::Array(_) => "an array",
-        serde_json::Value::Object(_) => "an object",
-    }
 }
 
 /// One record's analysis, or why it is rejected.

@@ -1,11 +1,14 @@
 //! Candidate pairs' exact Jaccard, and kept records' JSON Lines annotated with their
 //! cluster.
 
+use std::borrow::Cow;
+
 use arrow_array::builder::StringBuilder;
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
 use arrow_array::{Array, ArrayRef, Float64Array, RecordBatch};
 use arrow_pyarrow::{FromPyArrow, IntoPyArrow};
+use neardup::json::{object_with, Members};
 use neardup::verify::id_jaccard;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -59,10 +62,10 @@ pub fn jaccard_batch(
 ///     -> pyarrow.Array (string)
 ///
 /// Kept records as `neardup dedup` writes them to kept.jsonl: each JSON line (an object)
-/// with `source_urls`, `first_seen` (RFC 3339), `cluster_size`, `neardup_fingerprint` and
-/// `neardup_language` (when known) set, its other fields as they were, in order. The
-/// arguments are pyarrow arrays of one length: strings, lists of strings, int64 ms, int64,
-/// strings, strings.
+/// with its members copied as written, in order, then `source_urls`, `first_seen` (RFC
+/// 3339), `cluster_size`, `neardup_fingerprint` and `neardup_language` (when known); the
+/// line's own members of those names are left out. The arguments are pyarrow arrays of one
+/// length: strings, lists of strings, int64 ms, int64, strings, strings.
 #[pyfunction]
 pub fn annotate_json(
     py: Python<'_>,
@@ -107,40 +110,50 @@ pub fn annotate_json(
             "annotate_json: arrays of different lengths",
         ));
     }
-    let mut out = StringBuilder::new();
+    let mut out = StringBuilder::with_capacity(n, lines.get_buffer_memory_size() + 160 * n);
+    let mut line_out: Vec<u8> = Vec::with_capacity(4096);
     for i in 0..n {
-        let line = string_at(lines.as_ref(), i);
-        let mut object = match serde_json::from_str::<serde_json::Value>(line) {
-            Ok(serde_json::Value::Object(o)) => o,
-            _ => {
-                return Err(PyValueError::new_err(format!(
-                    "annotate_json: row {i} is not a JSON object"
-                )))
-            }
+        let line = string_at(lines.as_ref(), i).trim();
+        let members = Members::parse(line)
+            .map_err(|why| PyValueError::new_err(format!("annotate_json: row {i}: {why}")))?;
+        // The object as read, or without its own members of the keys set here; then those.
+        let object: Cow<'_, [u8]> = match members.kept_members(line) {
+            Some(kept) => Cow::Owned(object_with(line.as_bytes(), &kept)),
+            None => Cow::Borrowed(line.as_bytes()),
         };
+        let body = object
+            .strip_suffix(b"}")
+            .unwrap_or(&object)
+            .trim_ascii_end();
+        let size = usize::try_from(sizes.value(i)).map_err(|_| {
+            PyValueError::new_err(format!("annotate_json: row {i}: a negative cluster_size"))
+        })?;
         let url_list = urls.value(i);
-        let url_list: Vec<serde_json::Value> = (0..url_list.len())
+        let url_list: Vec<&str> = (0..url_list.len())
             .filter(|&j| !url_list.is_null(j))
-            .map(|j| serde_json::Value::String(string_at(url_list.as_ref(), j).to_owned()))
+            .map(|j| string_at(url_list.as_ref(), j))
             .collect();
-        object.insert("source_urls".into(), serde_json::Value::Array(url_list));
-        object.insert(
-            "first_seen".into(),
-            serde_json::Value::String(neardup::Timestamp(times.value(i)).to_rfc3339()),
-        );
-        object.insert("cluster_size".into(), sizes.value(i).into());
-        object.insert(
-            "neardup_fingerprint".into(),
-            string_at(fps.as_ref(), i).to_owned().into(),
-        );
-        object.shift_remove("neardup_language");
-        if !langs.is_null(i) {
-            object.insert(
-                "neardup_language".into(),
-                string_at(langs.as_ref(), i).to_owned().into(),
-            );
+        let language = (!langs.is_null(i))
+            .then(|| serde_json::to_string(string_at(langs.as_ref(), i)))
+            .transpose()
+            .map_err(|e| PyValueError::new_err(format!("annotate_json: row {i}: {e}")))?;
+        line_out.clear();
+        line_out.extend_from_slice(body);
+        if !body.ends_with(b"{") {
+            line_out.push(b',');
         }
-        out.append_value(serde_json::Value::Object(object).to_string());
+        neardup::json::write_kept_fields(
+            &mut line_out,
+            &url_list,
+            &neardup::Timestamp(times.value(i)).to_rfc3339(),
+            size,
+            Some(string_at(fps.as_ref(), i)),
+            language.as_deref(),
+        )
+        .map_err(|e| PyValueError::new_err(format!("annotate_json: row {i}: {e}")))?;
+        line_out.push(b'}');
+        // Valid UTF-8: slices of the line at ASCII boundaries, and JSON written by serde.
+        out.append_value(String::from_utf8_lossy(&line_out));
     }
     Ok(out.finish().into_data().into_pyarrow(py)?.unbind())
 }

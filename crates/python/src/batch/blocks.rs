@@ -13,7 +13,7 @@ use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_pyarrow::{FromPyArrow, IntoPyArrow};
 use neardup::index::linear::scan;
 use neardup::index::self_join;
-use neardup::verify::id_jaccard;
+use neardup::verify::id_jaccard_at_least;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
@@ -403,9 +403,9 @@ impl BlockRows {
                     if self.olds[x] && self.olds[y] {
                         return;
                     }
-                    let (sx, sy) = (self.set(x), self.set(y));
-                    let j = id_jaccard(&sx, &sy);
-                    if j >= t {
+                    // Failed pairs are dropped, not logged: the merge stops once `t` is
+                    // out of reach.
+                    if let Some(j) = id_jaccard_at_least(&self.set(x), &self.set(y), t) {
                         found.push((dx, dy, distance, Some(j)));
                     }
                 }

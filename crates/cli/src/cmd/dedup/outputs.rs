@@ -237,18 +237,14 @@ pub(super) fn render_kept(
         }
         (source, Body::Whole(start..start + body.len()))
     };
-    write!(
-        tail,
-        "\"source_urls\":{},\"first_seen\":{},\"cluster_size\":{},\"neardup_fingerprint\":{}",
-        serde_json::to_string(&cluster.source_urls)?,
-        serde_json::to_string(&cluster.first_seen.to_rfc3339())?,
+    neardup::json::write_kept_fields(
+        &mut tail,
+        &cluster.source_urls,
+        &cluster.first_seen.to_rfc3339(),
         cluster.members.len(),
-        serde_json::to_string(&deduper.fingerprint_of(&id))?,
+        deduper.fingerprint_of(&id).as_deref(),
+        (language != "null").then_some(language),
     )?;
-    if language != "null" {
-        tail.extend_from_slice(b",\"neardup_language\":");
-        tail.extend_from_slice(language.as_bytes());
-    }
     tail.extend_from_slice(b"}\n");
     Ok(Some(KeptLine {
         id,

@@ -22,6 +22,7 @@ import neardup
 from . import _stages
 from ._components import components
 from ._options import Options
+from ._worker import executor
 
 PERSIST = StorageLevel.MEMORY_AND_DISK
 
@@ -107,11 +108,21 @@ class Result:
             else:
                 df.write.mode("overwrite").json(path, ignoreNullFields=True)
 
+        # The state (and the boilerplate) for the next run, always Parquet.
+        tables = {"state": self.state}
+        if self.boilerplate is not None:
+            tables[BOILERPLATE] = self.boilerplate
+
+        def write_table(name: str) -> None:
+            tables[name].write.mode("overwrite").parquet(os.path.join(out, name))
+
         # Each output is a job of its own: submitted together, the small ones (merges,
         # rejects, clusters) run in the slots the large ones leave free instead of one after
         # another, each with its own scheduling.
-        with ThreadPoolExecutor(max_workers=len(outputs)) as pool:
-            for job in [pool.submit(write_one, name) for name in outputs]:
+        with ThreadPoolExecutor(max_workers=len(outputs) + len(tables)) as pool:
+            jobs = [pool.submit(write_one, name) for name in outputs]
+            jobs += [pool.submit(write_table, name) for name in tables]
+            for job in jobs:
                 job.result()
         rows = {name: int(obs.get["rows"]) for name, obs in written.items()}
         wrote = {
@@ -122,9 +133,6 @@ class Result:
         expected = {name: self.report.get(name) for name in wrote}
         if self.report and wrote != expected:
             raise AccountingError(f"the outputs written hold {wrote}, the run counted {expected}")
-        self.state.write.mode("overwrite").parquet(os.path.join(out, "state"))
-        if self.boilerplate is not None:
-            self.boilerplate.write.mode("overwrite").parquet(os.path.join(out, BOILERPLATE))
         self.timings["write"] = round(time.monotonic() - started, 3)
         report = dict(self.report, timings_seconds=self.timings)
         _write_text(self.kept.sparkSession, os.path.join(out, "report.json"), json.dumps(report, indent=2, sort_keys=True))
@@ -262,10 +270,18 @@ def dedup(
             furniture = spark.sparkContext.broadcast(_bytes(union))
         lap("boilerplate")
         analysed = persist(_stages.analyze(df, opts, json, now_ms, furniture))
-        input_records = analysed.count()
+        # One pass builds the cache and counts the records, the usable ones and their
+        # distinct document ids: ids repeat only where the last two differ.
+        usable = F.col("_nd_reason").isNull()
+        seen = analysed.agg(
+            F.count(F.lit(1)).alias("records"),
+            F.count(F.when(usable, 1)).alias("usable"),
+            F.count_distinct(F.when(usable, F.col("_nd_doc"))).alias("docs"),
+        ).first()
+        input_records = int(seen["records"])
         lap("analysis")
 
-        records, rejects = _stages.unique_ids(analysed, persist)
+        records, rejects = _stages.unique_ids(analysed, persist, repeated=seen["usable"] != seen["docs"])
         new = records.select(*[F.col("_nd_" + c).alias(c) for c in _stages.RECORD]).withColumn(
             "old", F.lit(False)
         )
@@ -294,7 +310,9 @@ def dedup(
 
         reps, exact = _stages.exact_tier(everything)
         reps = persist(reps)
-        near, skew, candidate_count = _stages.near_pairs(reps, opts, skip_old=state is not None)
+        near, skew, candidate_count = _stages.near_pairs(
+            reps, everything, opts, skip_old=state is not None, persist=persist
+        )
         edges = exact.unionByName(near)
         if state is not None:
             earlier = state.filter(F.col("doc") != F.col("root")).select(
@@ -314,10 +332,15 @@ def dedup(
         lap("components")
 
         result = _outputs(opts, json, now_ms, records, rejects, placed, everything, edges)
-        tally = placed.members.agg(
-            F.sum((~F.col("old") & F.col("survivor")).cast("long")).alias("kept"),
-            F.sum((~F.col("old") & ~F.col("survivor")).cast("long")).alias("merged"),
-            F.sum((F.col("old") & ~F.col("survivor") & F.col("was_survivor")).cast("long")).alias("displaced"),
+        # One row per cluster: its survivor is kept where new; its other new members are
+        # merged; its old members that survived the previous run, but for the survivor, are
+        # displaced.
+        survivor_new = (~F.col("s.old")).cast("long")
+        tally = placed.components.agg(
+            F.sum(survivor_new).alias("kept"),
+            F.sum(F.col("new") - survivor_new).alias("merged"),
+            F.sum(F.col("was") - (F.col("s.old") & F.col("s.was_survivor")).cast("long")).alias("displaced"),
+            F.count(F.when((F.col("size") > 1) & (F.col("new") > 0), 1)).alias("clusters"),
         ).first()
         counts = {
             "kept": int(tally["kept"] or 0),
@@ -328,7 +351,7 @@ def dedup(
         report = {
             "input_records": input_records,
             **counts,
-            "clusters": result.clusters.count(),
+            "clusters": int(tally["clusters"]),
             "displaced_survivors": int(tally["displaced"] or 0),
             "candidate_pairs": candidate_count.value,
             "verified_pairs": edge_count,
@@ -364,8 +387,8 @@ def dedup(
 @dataclass
 class _Placed:
     """Every record's place in its cluster, over narrow columns: `components` (one row per
-    cluster: `root`, `s` the survivor, `size`, `m` its members, `touched` whether the run
-    added to it) and `members` (one row per record: `doc`, `id`, `url`, `fp`, `fp_hi`,
+    cluster: `root`, `s` the survivor, `size`, `m` its members, `new` how many the run
+    added, `was` how many old ones survived the previous run) and `members` (one row per record: `doc`, `id`, `url`, `fp`, `fp_hi`,
     `old`, `root`, `survivor`, `was_survivor`, `s_id`)."""
 
     components: DataFrame
@@ -387,12 +410,14 @@ def _placed(everything: DataFrame, roots: DataFrame, state: Optional[DataFrame],
     comp = persist(
         assigned.groupBy("root")
         .agg(
-            # The survivor: earliest first seen, then smallest id (doc, old and the
-            # fingerprint ride along; doc is unique, so they never decide).
-            F.min(F.struct("first_seen", "id", "doc", "old", "fp", "fp_hi")).alias("s"),
+            # The survivor: earliest first seen, then smallest id (doc, old, the
+            # fingerprint and was_survivor ride along; doc is unique, so they never decide).
+            F.min(F.struct("first_seen", "id", "doc", "old", "fp", "fp_hi", "was_survivor")).alias("s"),
             F.count(F.lit(1)).alias("size"),
             F.sort_array(F.collect_list(F.struct("first_seen", "id", "url"))).alias("m"),
-            F.max((~F.col("old")).cast("int")).alias("touched"),
+            # Members new in this run, and old ones that survived the previous run.
+            F.sum((~F.col("old")).cast("long")).alias("new"),
+            F.sum((F.col("old") & F.col("was_survivor")).cast("long")).alias("was"),
         )
     )
     members = persist(
@@ -464,7 +489,7 @@ def _outputs(opts, json, now_ms, records, rejects, placed, everything, edges) ->
         )
     )
 
-    clusters = comp.filter((F.col("size") > 1) & (F.col("touched") == 1)).select(
+    clusters = comp.filter((F.col("size") > 1) & (F.col("new") > 0)).select(
         F.col("root").alias("cluster"),
         F.col("s.id").alias("survivor"),
         _rfc3339(F.col("s.first_seen")).alias("first_seen"),
@@ -537,4 +562,4 @@ def _annotated(kept_rows: DataFrame, json: str) -> DataFrame:
             )
             yield pa.RecordBatch.from_arrays([out], names=[json])
 
-    return cols.mapInArrow(run, T.StructType([T.StructField(json, T.StringType())]))
+    return cols.mapInArrow(executor(run), T.StructType([T.StructField(json, T.StringType())]))

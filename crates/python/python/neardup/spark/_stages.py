@@ -11,6 +11,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ._options import Options
+from ._worker import executor
 
 #: The analysis's columns, as `neardup.analyze_batch` makes them (prefixed `_nd_` beside the
 #: input's own columns).
@@ -62,7 +63,7 @@ def analyze(
                 names=list(batch.schema.names) + ["_nd_" + n for n in out.schema.names],
             )
 
-    return df.mapInArrow(run, schema)
+    return df.mapInArrow(executor(run), schema)
 
 
 def text_columns(df: DataFrame, opts: Options, json_column: Optional[str]) -> List[str]:
@@ -139,11 +140,11 @@ def learn_boilerplate(df: DataFrame, opts: Options, json_column: Optional[str]) 
         yield host_learner.finish()
 
     return (
-        df.mapInArrow(with_hosts, hosted)
+        df.mapInArrow(executor(with_hosts), hosted)
         .filter(F.col("_nd_host").isNotNull())
         .repartition("_nd_host")
         .sortWithinPartitions("_nd_host", "_nd_doc")
-        .mapInArrow(learn, LEARNED)
+        .mapInArrow(executor(learn), LEARNED)
     )
 
 
@@ -158,22 +159,25 @@ def _check_types(df: DataFrame, strings: List[str], time: str) -> None:
         raise TypeError(f"column {time!r} is {types[time].simpleString()}, not a string or timestamp")
 
 
-def unique_ids(analysed: DataFrame, persist: Callable[[DataFrame], DataFrame]) -> Tuple[DataFrame, DataFrame]:
+def unique_ids(
+    analysed: DataFrame, persist: Callable[[DataFrame], DataFrame], repeated: bool
+) -> Tuple[DataFrame, DataFrame]:
     """One record per id: (records, rejects). Of several records with one id, the earliest
     first seen (then the smallest content hash) is kept; the others are rejected, with the
     CLI's words where the texts differ. Two ids whose 64-bit document ids collide are
     rejected the same way (about one pair in 2^64, a 3% chance over 10^9 records).
 
-    Ids are counted over the document ids alone; only records whose id repeats are ranked,
-    so a corpus of unique ids (the usual case) never moves its records for this check: its
-    records are a filter of `analysed` (persisted by the caller), and only ranked records
-    are persisted again (with `persist`)."""
+    `repeated` says whether any document id repeats (the caller counts the usable records
+    and their distinct document ids in the pass that builds `analysed`). Only records whose
+    id repeats are ranked, so a corpus of unique ids (the usual case) never moves its
+    records for this check: its records are a filter of `analysed` (persisted by the
+    caller), and only ranked records are persisted again (with `persist`)."""
     ok = analysed.filter(F.col("_nd_reason").isNull())
     bad = analysed.filter(F.col("_nd_reason").isNotNull())
-    repeated = ok.groupBy("_nd_doc").count().filter(F.col("count") > 1).select("_nd_doc")
-    if repeated.isEmpty():
+    if not repeated:
         return ok, bad
-    flagged = ok.join(repeated.withColumn("_nd_repeated", F.lit(True)), "_nd_doc", "left")
+    twice = ok.groupBy("_nd_doc").count().filter(F.col("count") > 1).select("_nd_doc")
+    flagged = ok.join(twice.withColumn("_nd_repeated", F.lit(True)), "_nd_doc", "left")
     single = flagged.filter(F.col("_nd_repeated").isNull()).drop("_nd_repeated")
     multi = flagged.filter(F.col("_nd_repeated")).drop("_nd_repeated")
     order = Window.partitionBy("_nd_doc").orderBy("_nd_first_seen", "_nd_content", "_nd_id")
@@ -212,17 +216,25 @@ def unique_ids(analysed: DataFrame, persist: Callable[[DataFrame], DataFrame]) -
 def exact_tier(records: DataFrame) -> Tuple[DataFrame, DataFrame]:
     """Stage 1b: records of one content hash collapse onto one representative (the earliest
     first seen, then the smallest id), which alone goes on to the candidate search:
-    (representatives, exact edges `a` -> `b` with `rule` "exact"). Groups are found over
-    (content, first seen, id, doc) alone; only the copies are then taken out of the records."""
-    narrow = records.select("doc", "content", "first_seen", "id")
-    groups = (
-        narrow.groupBy("content")
-        .agg(F.min(F.struct("first_seen", "id", "doc")).alias("r"), F.count(F.lit(1)).alias("n"))
-        .filter(F.col("n") > 1)
-        .select("content", F.col("r.doc").alias("rep"))
+    (representatives, exact edges `a` -> `b` with `rule` "exact").
+
+    One aggregation over narrow rows gives both: each content hash's smallest (first seen,
+    id) row is its representative, with what the search reads (`doc`, `fp`, `fp_hi`,
+    `size` the set's length, `old`); the copies of the hashes held more than once are then
+    joined to their representative. The sets stay in `records`: the candidate search reads
+    them only for the records it verifies."""
+    size = (F.length("set") / 4).cast("int").alias("size")
+    narrow = records.select("doc", "content", "first_seen", "id", "fp", "fp_hi", size, "old")
+    groups = narrow.groupBy("content").agg(
+        # doc is unique, so the fields after it never decide.
+        F.min(F.struct("first_seen", "id", "doc", "fp", "fp_hi", "size", "old")).alias("r"),
+        F.count(F.lit(1)).alias("n"),
     )
+    reps = groups.select("r.doc", "r.fp", "r.fp_hi", "r.size", "r.old")
+    copied = groups.filter(F.col("n") > 1).select("content", F.col("r.doc").alias("rep"))
     edges = (
-        narrow.join(groups, "content")
+        narrow.select("doc", "content")
+        .join(copied, "content")
         .filter(F.col("doc") != F.col("rep"))
         .select(
             F.col("doc").alias("a"),
@@ -232,7 +244,6 @@ def exact_tier(records: DataFrame) -> Tuple[DataFrame, DataFrame]:
             F.lit(1.0).alias("jaccard"),
         )
     )
-    reps = records.join(edges.select(F.col("a").alias("doc")), "doc", "left_anti")
     return reps, edges
 
 
@@ -286,9 +297,16 @@ def _block_value(bits: int, start: int, end: int) -> "F.Column":
     return v
 
 
-def near_pairs(reps: DataFrame, opts: Options, skip_old: bool) -> Tuple[DataFrame, Dict[str, Any], Any]:
-    """Stages 2 and 3: every pair of representatives within `max_distance` bits whose exact
-    Jaccard is at least `min_jaccard`.
+def near_pairs(
+    reps: DataFrame,
+    records: DataFrame,
+    opts: Options,
+    skip_old: bool,
+    persist: Callable[[DataFrame], DataFrame],
+) -> Tuple[DataFrame, Dict[str, Any], Any]:
+    """Stages 2 and 3: every pair of representatives (`reps`, as `exact_tier` gives them)
+    within `max_distance` bits whose exact Jaccard is at least `min_jaccard`, their sets
+    read from `records`.
 
     Candidates come from the pigeonhole principle: k + 1 disjoint blocks of the fingerprint,
     rows shuffled on (block, value), pairs found inside each group (the library's all-pairs
@@ -300,7 +318,11 @@ def near_pairs(reps: DataFrame, opts: Options, skip_old: bool) -> Tuple[DataFram
     `verify="groups"` verifies each pair in its group, where the two sets meet, in two
     rounds: narrow block rows (fingerprint and set length) find the records that have a
     candidate the sizes allow in a group (`neardup.block_participants`); then only those
-    records' rows, joined to their sets, are shuffled again and verified. On real man pages
+    records' rows, joined to their sets, are shuffled again and verified. The participants
+    are persisted (with `persist`) and counted first: where none, the second round is not
+    run, and where they are fewer than the session's broadcast threshold, Spark's planner
+    broadcasts them from the cached relation's size, so the sets are read in place instead
+    of shuffled to the join (1-1.5 s of the bench's 5). On real man pages
     at k = 16 a record has such candidates in 3 of its 17 groups, so the sets move about 4
     times instead of 17; a join of pairs to sets (`verify="join"`) moves two per candidate
     (30 a record there, after the size filter).
@@ -311,6 +333,8 @@ def near_pairs(reps: DataFrame, opts: Options, skip_old: bool) -> Tuple[DataFram
     every pair within k)."""
     bits, k, cap = opts.bits, opts.max_distance, opts.max_bucket
     spark = reps.sparkSession
+    old = ["old"] if skip_old else []
+    sets = records.select("doc", "fp", "fp_hi", "set", *old)
 
     sizes = block_rows(reps.select("fp", "fp_hi"), bits, k).groupBy("block", "value").count()
     # The five largest groups of two or more (which alone make pairs): a top-k in each
@@ -341,7 +365,6 @@ def near_pairs(reps: DataFrame, opts: Options, skip_old: bool) -> Tuple[DataFram
             "block int, value long, tiles int",
         )
     counted = spark.sparkContext.accumulator(0)
-    old = ["old"] if skip_old else []
 
     def partitions_of(rows: DataFrame, schema: T.StructType, run, count: bool) -> DataFrame:
         """`rows` (block rows) tiled, shuffled into their groups, and each partition's
@@ -358,7 +381,7 @@ def near_pairs(reps: DataFrame, opts: Options, skip_old: bool) -> Tuple[DataFram
                     counted.add(int(out.schema.metadata[b"candidates"]))
                 yield out
 
-        return _tiled(rows, tiles).repartition("block", "value", "ta", "tb").mapInArrow(each, schema)
+        return _tiled(rows, tiles).repartition("block", "value", "ta", "tb").mapInArrow(executor(each), schema)
 
     if opts.verify == "groups":
         t = opts.min_jaccard
@@ -373,12 +396,17 @@ def near_pairs(reps: DataFrame, opts: Options, skip_old: bool) -> Tuple[DataFram
 
             return neardup.block_pairs(table, bits=bits, k=k, min_jaccard=t)
 
-        size = (F.length("set") / 4).cast("int").alias("size")
-        narrow = block_rows(reps.select("doc", "fp", "fp_hi", size, *old), bits, k)
-        needed = partitions_of(narrow, PARTICIPANTS, participants, count=True)
-        wide = needed.join(reps.select("doc", "fp", "fp_hi", "set", *old), "doc")
-        wide = wide.select("block", "value", "doc", "fp", "fp_hi", "set", *old)
-        pairs = partitions_of(wide, VERIFIED, verified, count=False)
+        narrow = block_rows(reps.select("doc", "fp", "fp_hi", "size", *old), bits, k)
+        # A record in several tiles of a group is named once per partition those tile
+        # pairs land in: distinct rows make it one row of its group again.
+        needed = persist(partitions_of(narrow, PARTICIPANTS, participants, count=True).distinct())
+        if needed.count() == 0:
+            pairs = spark.createDataFrame([], VERIFIED)
+        else:
+            # `needed` names representatives only, so the join takes no copy's set.
+            wide = needed.join(sets, "doc")
+            wide = wide.select("block", "value", "doc", "fp", "fp_hi", "set", *old)
+            pairs = partitions_of(wide, VERIFIED, verified, count=False)
     else:
 
         def found(table):
@@ -387,7 +415,7 @@ def near_pairs(reps: DataFrame, opts: Options, skip_old: bool) -> Tuple[DataFram
             return neardup.block_pairs(table, bits=bits, k=k)
 
         narrow = block_rows(reps.select("doc", "fp", "fp_hi"), bits, k)
-        pairs = _verified_by_join(partitions_of(narrow, CANDIDATES, found, count=True), reps, opts, skip_old)
+        pairs = _verified_by_join(partitions_of(narrow, CANDIDATES, found, count=True), sets, opts, skip_old)
     pairs = pairs.select("a", "b", F.lit("simhash+jaccard").alias("rule"), "distance", "jaccard")
     return pairs, skew, counted
 
@@ -428,7 +456,7 @@ def _tiled(blocks: DataFrame, tiles: Optional[DataFrame]) -> DataFrame:
     )
 
 
-def _verified_by_join(candidates: DataFrame, reps: DataFrame, opts: Options, skip_old: bool) -> DataFrame:
+def _verified_by_join(candidates: DataFrame, sets: DataFrame, opts: Options, skip_old: bool) -> DataFrame:
     """`verify="join"`: candidate pairs (found over narrow block rows) joined to both records'
     sets and scored in the executors. The shuffle is two sets per candidate instead of
     k + 1 per record: the cheaper one where candidates are rare (small k, many records)."""
@@ -438,7 +466,7 @@ def _verified_by_join(candidates: DataFrame, reps: DataFrame, opts: Options, ski
         if skip_old:
             cols.append(F.col("old").alias(name + "_old"))
         # Never broadcast: the sets are the corpus's bulk, whatever a cached size says.
-        return reps.select(*cols).hint("merge")
+        return sets.select(*cols).hint("merge")
 
     joined = candidates.join(side("a"), "a").join(side("b"), "b")
     if skip_old:
@@ -457,5 +485,5 @@ def _verified_by_join(candidates: DataFrame, reps: DataFrame, opts: Options, ski
                 names=["a", "b", "distance", "jaccard"],
             )
 
-    scored = joined.mapInArrow(score, VERIFIED)
+    scored = joined.mapInArrow(executor(score), VERIFIED)
     return scored.filter(F.col("jaccard") >= F.lit(opts.min_jaccard))

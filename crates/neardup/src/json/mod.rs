@@ -1,4 +1,6 @@
-//! A JSON object's members read from a line: a scan for flat objects, serde_json for the rest.
+//! JSON objects read from a line, as JSON Lines records are: each member's key with its
+//! value left unparsed in the line. The CLI reads its records with it, and so does the
+//! Python package (the Spark job's analysis); both extend kept records with it.
 //!
 //! The scan is hand-written because no JSON crate reads what a record needs as fast: keys
 //! and raw values by field names known only at run time (`--text-field` and the like), with
@@ -29,12 +31,66 @@ use std::fmt;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::RESERVED_KEYS;
+#[cfg(test)]
+mod tests;
+
+/// The keys the outputs that extend a record set on it (kept.jsonl's `source_urls` and the
+/// rest): a record's own members of these names are left out of the copy.
+pub const RESERVED_KEYS: [&str; 5] = [
+    "source_urls",
+    "first_seen",
+    "cluster_size",
+    "neardup_fingerprint",
+    "neardup_language",
+];
+
+/// The members of [`RESERVED_KEYS`] that kept records end with, written after a record's
+/// own members (no separator before them): its cluster's source URLs and first-seen time
+/// (RFC 3339), the cluster's size, its fingerprint in hex, and its language where known,
+/// given as a JSON value (`"en"`). The CLI's kept.jsonl and the Python package's kept lines
+/// are written by it, so the two agree byte for byte.
+pub fn write_kept_fields<S: serde::Serialize>(
+    out: &mut Vec<u8>,
+    source_urls: &[S],
+    first_seen: &str,
+    cluster_size: usize,
+    fingerprint: Option<&str>,
+    language: Option<&str>,
+) -> serde_json::Result<()> {
+    out.extend_from_slice(b"\"source_urls\":");
+    serde_json::to_writer(&mut *out, source_urls)?;
+    out.extend_from_slice(b",\"first_seen\":");
+    serde_json::to_writer(&mut *out, first_seen)?;
+    out.extend_from_slice(b",\"cluster_size\":");
+    out.extend_from_slice(cluster_size.to_string().as_bytes());
+    out.extend_from_slice(b",\"neardup_fingerprint\":");
+    serde_json::to_writer(&mut *out, &fingerprint)?;
+    if let Some(language) = language {
+        out.extend_from_slice(b",\"neardup_language\":");
+        out.extend_from_slice(language.as_bytes());
+    }
+    Ok(())
+}
+
+/// The JSON object `object` (valid, as read) with only its members at `kept` (see
+/// [`Members::kept_members`]).
+pub fn object_with(object: &[u8], kept: &[std::ops::Range<usize>]) -> Vec<u8> {
+    let mut rewritten = Vec::with_capacity(object.len());
+    rewritten.push(b'{');
+    for (i, member) in kept.iter().enumerate() {
+        if i > 0 {
+            rewritten.push(b',');
+        }
+        rewritten.extend_from_slice(&object[member.clone()]);
+    }
+    rewritten.push(b'}');
+    rewritten
+}
 
 /// A JSON object's members as read: keys (borrowed unless escaped) and unparsed values, in
 /// order. Parsing only what a record needs, instead of building a `serde_json::Value` of the
 /// whole line and serialising it again for kept.jsonl, roughly halves the cost of a record.
-pub(super) struct Members<'a>(pub(super) Vec<(Cow<'a, str>, &'a str)>);
+pub struct Members<'a>(pub Vec<(Cow<'a, str>, &'a str)>);
 
 impl<'a> Members<'a> {
     /// When the object has members of [`RESERVED_KEYS`], the byte ranges in `line` (which
@@ -42,7 +98,7 @@ impl<'a> Members<'a> {
     /// the reserved keys themselves to copy the object without them: a copy of bytes where
     /// a JSON parser's object written again read and escaped every string of the record
     /// twice (a third of the CPU time of a run on records with a `first_seen`).
-    pub(super) fn kept_members(&self, line: &str) -> Option<Vec<std::ops::Range<usize>>> {
+    pub fn kept_members(&self, line: &str) -> Option<Vec<std::ops::Range<usize>>> {
         if !self.0.iter().any(|(k, _)| RESERVED_KEYS.contains(&&**k)) {
             return None;
         }
@@ -63,14 +119,18 @@ impl<'a> Members<'a> {
         Some(kept)
     }
 
-    pub(super) fn parse(line: &'a str) -> Result<Members<'a>, String> {
+    /// The members of the object `line` holds: by the scan where it can read the object,
+    /// else by serde_json. `Err` is a reject's reason: the line is malformed JSON (naming
+    /// the column) or not an object (naming what it is).
+    pub fn parse(line: &'a str) -> Result<Members<'a>, String> {
         if let Some(members) = Self::scan(line) {
             return Ok(members);
         }
         Self::parse_with_serde(line)
     }
 
-    pub(super) fn parse_with_serde(line: &'a str) -> Result<Members<'a>, String> {
+    /// [`Members::parse`] by serde_json alone: keys and `&RawValue`s.
+    pub fn parse_with_serde(line: &'a str) -> Result<Members<'a>, String> {
         use serde::de::{Deserializer as _, MapAccess, Visitor};
         struct Object;
         impl<'de> Visitor<'de> for Object {
@@ -113,7 +173,7 @@ impl<'a> Members<'a> {
     /// escapes) in one pass. `None` for anything else (nested values, escaped keys, any
     /// invalid JSON), which the parser then reads, or rejects with its message: the
     /// property tests hold the two to the same answers.
-    pub(super) fn scan(line: &'a str) -> Option<Members<'a>> {
+    pub fn scan(line: &'a str) -> Option<Members<'a>> {
         let bytes = line.as_bytes();
         let ws = |mut i: usize| {
             while i < bytes.len() && matches!(bytes[i], b' ' | b'\t' | b'\n' | b'\r') {
@@ -171,7 +231,7 @@ impl<'a> Members<'a> {
     }
 
     /// The value of `field` (the last one, when a key repeats, as JSON parsers do).
-    pub(super) fn get(&self, field: &str) -> Option<&'a str> {
+    pub fn get(&self, field: &str) -> Option<&'a str> {
         self.0
             .iter()
             .rev()
@@ -180,7 +240,7 @@ impl<'a> Members<'a> {
     }
 
     /// A string field: absent, null or blank is `None`; any other type is an error.
-    pub(super) fn string(&self, field: &str) -> Result<Option<String>, String> {
+    pub fn string(&self, field: &str) -> Result<Option<String>, String> {
         Ok(match self.text(field)? {
             Text::Present(s) => Some(s),
             Text::Absent | Text::Null | Text::Empty | Text::Blank => None,
@@ -189,7 +249,7 @@ impl<'a> Members<'a> {
 
     /// A string field as it is: absent, null, empty, blank or text; any other type is an
     /// error naming the field and the type.
-    pub(super) fn text(&self, field: &str) -> Result<Text, String> {
+    pub fn text(&self, field: &str) -> Result<Text, String> {
         let Some(raw) = self.get(field) else {
             return Ok(Text::Absent);
         };
@@ -212,19 +272,22 @@ impl<'a> Members<'a> {
 
 /// A string field of a JSON object, as found.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) enum Text {
+pub enum Text {
+    /// No such member.
     Absent,
+    /// `null`.
     Null,
     /// `""`.
     Empty,
     /// White space only.
     Blank,
+    /// Text, unescaped.
     Present(String),
 }
 
 impl Text {
     /// What the field holds when it is present but has no text: `"body_text" is ""`.
-    pub(super) fn describe_empty(&self, field: &str) -> Option<String> {
+    pub fn describe_empty(&self, field: &str) -> Option<String> {
         match self {
             Text::Null => Some(format!("{field:?} is null")),
             Text::Empty => Some(format!("{field:?} is \"\"")),
@@ -242,7 +305,7 @@ fn malformed(e: &serde_json::Error) -> String {
 
 /// A parser error without serde's position: for a value parsed on its own (a number out of
 /// range, a bad escape), the position is within the value, not the line.
-pub(super) fn unlocated(e: &serde_json::Error) -> String {
+pub fn unlocated(e: &serde_json::Error) -> String {
     let full = e.to_string();
     let located = format!(" at line {} column {}", e.line(), e.column());
     full.strip_suffix(&located).unwrap_or(&full).to_owned()
@@ -256,7 +319,7 @@ pub(super) fn unlocated(e: &serde_json::Error) -> String {
 /// buffer of its final size, 64 bytes at a time: each block is copied whole and the copy cut
 /// back to the block's first backslash, so the text between escapes (a few dozen bytes in
 /// prose) costs one fixed-size copy and no call of its own.
-pub(super) fn unescape(raw: &str) -> Result<Cow<'_, str>, String> {
+pub fn unescape(raw: &str) -> Result<Cow<'_, str>, String> {
     let inner = raw
         .trim()
         .strip_prefix('"')
@@ -582,7 +645,7 @@ fn number_end(bytes: &[u8], start: usize) -> Option<usize> {
 }
 
 /// What kind of JSON value `raw` is (its first character tells; it is valid JSON).
-pub(super) fn kind(raw: &str) -> &'static str {
+pub fn kind(raw: &str) -> &'static str {
     match raw.trim_start().as_bytes().first() {
         Some(b'n') => "null",
         Some(b't' | b'f') => "a boolean",
