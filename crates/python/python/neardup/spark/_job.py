@@ -331,7 +331,7 @@ def dedup(
         placed = _placed(everything, roots, state, persist)
         lap("components")
 
-        result = _outputs(opts, json, now_ms, records, rejects, placed, everything, edges)
+        result = _outputs(opts, json, now_ms, records, rejects, placed, everything, edges, roots)
         # One row per cluster: its survivor is kept where new; its other new members are
         # merged; its old members that survived the previous run, but for the survivor, are
         # displaced.
@@ -428,7 +428,7 @@ def _placed(everything: DataFrame, roots: DataFrame, state: Optional[DataFrame],
     return _Placed(components=comp, members=members)
 
 
-def _outputs(opts, json, now_ms, records, rejects, placed, everything, edges) -> Result:
+def _outputs(opts, json, now_ms, records, rejects, placed, everything, edges, roots) -> Result:
     comp = placed.components
     urls = F.filter(F.transform("m", lambda x: x["url"]), lambda u: u.isNotNull())
     survivors = comp.filter(~F.col("s.old")).select(
@@ -510,9 +510,13 @@ def _outputs(opts, json, now_ms, records, rejects, placed, everything, edges) ->
         .join(names.select(F.col("doc").alias("b"), F.col("id").alias("b_id")), "b")
         .select(F.col("a_id").alias("a"), F.col("b_id").alias("b"), "rule", "distance", "jaccard")
     )
+    # Every record's root, from the components' own (doc, root) rows: small beside the
+    # records (only records with an edge have a row), so the records are not shuffled to a
+    # join with every member.
     state_out = (
         everything.select(*_stages.RECORD)
-        .join(members.select("doc", "root"), "doc")
+        .join(roots, "doc", "left")
+        .withColumn("root", F.coalesce(F.col("root"), F.col("doc")))
         .withColumn("profile", F.lit(opts.profile_string))
     )
     return Result(
