@@ -72,6 +72,22 @@ pub fn write_kept_fields<S: serde::Serialize>(
     Ok(())
 }
 
+/// The object `object` (valid, as read) up to its last member, for members to be added
+/// after it: without its closing brace and the white space before it, and whether it has
+/// members (so that an added one needs a comma first). `None` where it does not end with a
+/// brace.
+///
+/// ```
+/// use neardup::json::open_object;
+/// assert_eq!(open_object(b"{\"a\":1 }"), Some((&b"{\"a\":1"[..], true)));
+/// assert_eq!(open_object(b"{ }"), Some((&b"{"[..], false)));
+/// assert_eq!(open_object(b"[1]"), None);
+/// ```
+pub fn open_object(object: &[u8]) -> Option<(&[u8], bool)> {
+    let body = object.trim_ascii_end().strip_suffix(b"}")?.trim_ascii_end();
+    Some((body, !body.ends_with(b"{")))
+}
+
 /// The JSON object `object` (valid, as read) with only its members at `kept` (see
 /// [`Members::kept_members`]).
 pub fn object_with(object: &[u8], kept: &[std::ops::Range<usize>]) -> Vec<u8> {

@@ -8,7 +8,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
 use arrow_array::{Array, ArrayRef, Float64Array, RecordBatch};
 use arrow_pyarrow::{FromPyArrow, IntoPyArrow};
-use neardup::json::{object_with, Members};
+use neardup::json::{object_with, open_object, Members};
 use neardup::verify::id_jaccard;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -121,10 +121,9 @@ pub fn annotate_json(
             Some(kept) => Cow::Owned(object_with(line.as_bytes(), &kept)),
             None => Cow::Borrowed(line.as_bytes()),
         };
-        let body = object
-            .strip_suffix(b"}")
-            .unwrap_or(&object)
-            .trim_ascii_end();
+        let (body, has_members) = open_object(&object).ok_or_else(|| {
+            PyValueError::new_err(format!("annotate_json: row {i}: not a JSON object"))
+        })?;
         let size = usize::try_from(sizes.value(i)).map_err(|_| {
             PyValueError::new_err(format!("annotate_json: row {i}: a negative cluster_size"))
         })?;
@@ -139,7 +138,7 @@ pub fn annotate_json(
             .map_err(|e| PyValueError::new_err(format!("annotate_json: row {i}: {e}")))?;
         line_out.clear();
         line_out.extend_from_slice(body);
-        if !body.ends_with(b"{") {
+        if has_members {
             line_out.push(b',');
         }
         neardup::json::write_kept_fields(

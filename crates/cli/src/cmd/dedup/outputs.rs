@@ -228,11 +228,9 @@ pub(super) fn render_kept(
             }
             None => (Source::Spool, line.len() - object.len(), object.as_bytes()),
         };
-        let body = bytes
-            .strip_suffix(b"}")
-            .context("a spooled object is not a JSON object")?
-            .trim_ascii_end();
-        if !body.ends_with(b"{") {
+        let (body, has_members) =
+            neardup::json::open_object(bytes).context("a spooled object is not a JSON object")?;
+        if has_members {
             tail.push(b',');
         }
         (source, Body::Whole(start..start + body.len()))
