@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -304,10 +305,11 @@ def test_a_shared_block_is_tiled_within_the_cap_and_reported(spark, real_corpus)
     # row of its group.
     spark.conf.set("spark.sql.adaptive.coalescePartitions.enabled", "false")
     try:
-        capped = dedup(df, max_bucket=40, now=None)
+        capped = dedup(df, max_bucket=40, verify="groups", now=None)
     finally:
         spark.conf.unset("spark.sql.adaptive.coalescePartitions.enabled")
     skew = capped.report["skew"]
+    assert skew["search"] == "blocks"
     # Most of the 17 blocks have a value nearly every copy shares: every such group is
     # listed, beyond the five largest, largest first.
     assert len(skew["split_buckets"]) > 5, skew
@@ -316,7 +318,7 @@ def test_a_shared_block_is_tiled_within_the_cap_and_reported(spark, real_corpus)
     for b in skew["split_buckets"]:
         assert b["size"] > 40 and b["tiles"] == -(-b["size"] // 40)
     assert max(b["size"] for b in skew["largest_buckets"]) >= 250
-    whole = dedup(df, max_bucket=100_000)
+    whole = dedup(df, max_bucket=100_000, verify="groups")
     assert not whole.report["skew"]["split_buckets"]
     # Tiling changes nothing found.
     pairs = lambda r: sorted((p["a"], p["b"], p["distance"], p["jaccard"]) for p in rows(r.pairs))
@@ -329,7 +331,7 @@ def test_a_shared_block_is_tiled_within_the_cap_and_reported(spark, real_corpus)
 def test_verification_by_join_finds_the_same_pairs(spark, real_corpus):
     records, _ = real_corpus
     df = spark.createDataFrame(records[::5][:2000])
-    groups = dedup(df)
+    groups = dedup(df, verify="groups")
     joined = dedup(df, verify="join")
     assert joined.report["rule"]["verify"] == "join"
     pairs = lambda r: sorted((p["a"], p["b"], p["rule"], p["distance"], p["jaccard"]) for p in rows(r.pairs))
@@ -341,6 +343,77 @@ def test_verification_by_join_finds_the_same_pairs(spark, real_corpus):
     assert verified <= groups.report["candidate_pairs"] < joined.report["candidate_pairs"]
     with pytest.raises(ValueError, match="verify"):
         Options(verify="nowhere")
+
+
+@pytest.mark.parametrize("bits,k", [(64, 16), (64, 6), (128, 28)])
+def test_tiles_find_the_pairs_the_pigeonhole_groups_find(spark, real_corpus, bits, k):
+    records, _ = real_corpus
+    df = spark.createDataFrame(records[::5][:2000])
+    groups = dedup(df, bits=bits, max_distance=k, verify="groups")
+    # Tiles of at most 300 records (6 or 7 of them: exact copies are not tiled), one
+    # tile pair a partition.
+    tiled = dedup(df, bits=bits, max_distance=k, verify="tiles", max_bucket=300)
+    skew = tiled.report["skew"]
+    tiles = -(-skew["records"] // 300)
+    assert tiles >= 6
+    assert (skew["search"], skew["tiles"], skew["tile_pairs"]) == ("tiles", tiles, tiles * (tiles + 1) // 2), skew
+    assert tiled.report["rule"]["verify"] == "tiles"
+    pairs = lambda r: sorted((p["a"], p["b"], p["rule"], p["distance"], p["jaccard"]) for p in rows(r.pairs))
+    assert len(pairs(groups)) > 20
+    assert pairs(tiled) == pairs(groups)
+    # Both count the pairs within k whose set sizes allow the threshold, each once.
+    assert tiled.report["candidate_pairs"] == groups.report["candidate_pairs"]
+    assert partition(rows(tiled.clusters)) == partition(rows(groups.clusters))
+
+
+def test_tiles_of_an_incremental_run_pair_new_records_with_old_ones_only(spark, real_corpus, tmp_path):
+    records, _ = real_corpus
+    sample = records[::4][:2400]
+    first, second = sample[::2], sample[1::2]
+    dedup(spark.createDataFrame(first), verify="groups").write(str(tmp_path / "day1"))
+    state = str(tmp_path / "day1" / "state")
+    day2 = spark.createDataFrame(second)
+    now = datetime(2026, 12, 1, tzinfo=timezone.utc)
+    groups = dedup(day2, previous=state, verify="groups", now=now)
+    tiled = dedup(day2, previous=state, verify="tiles", max_bucket=400, now=now)
+    skew = tiled.report["skew"]
+    # 3 old tiles, 3 new ones: 6 pairs of new tiles, 9 of a new and an old one, none of
+    # two old ones.
+    assert (skew["tiles"], skew["old_tiles"], skew["tile_pairs"]) == (6, 3, 15), skew
+    pairs = lambda r: sorted((p["a"], p["b"], p["rule"], p["distance"], p["jaccard"]) for p in rows(r.pairs))
+    assert len(pairs(groups)) > 10
+    assert pairs(tiled) == pairs(groups)
+    assert partition(rows(tiled.clusters)) == partition(rows(groups.clusters))
+    assert rows(tiled.merges) and sorted(map(str, rows(tiled.merges))) == sorted(map(str, rows(groups.merges)))
+
+
+def test_auto_verification_tiles_where_blocks_are_narrow():
+    assert Options().verify == "tiles"  # 64 bits, k = 16: blocks of 3-4 bits
+    assert Options(max_distance=14).verify == "tiles"
+    assert Options(max_distance=10).verify == "groups"
+    assert Options(max_distance=3).verify == "groups"
+    assert Options(bits=128, max_distance=28).verify == "tiles"
+    assert Options(bits=128, max_distance=16).verify == "groups"
+    assert Options(verify="groups").verify == "groups"
+
+
+def test_tile_counts_and_their_partitions(spark):
+    from pyspark.sql import functions as F
+
+    from neardup.spark._stages import partition_keys, tile_count
+
+    # Enough tile pairs for two tasks a slot, tiles of at least 2,000 records, none over
+    # the cap.
+    assert tile_count(60_000, 50_000, 2) == 3
+    assert tile_count(60_000, 50_000, 8) == 6
+    assert tile_count(5, 50_000, 2) == 1
+    assert tile_count(3_000, 50_000, 8) == 1
+    assert tile_count(1_000_000, 50_000, 2) == 20
+    # Each tile pair's key goes to a partition of its own, as Spark hashes it.
+    for n in (1, 6, 28, 210):
+        keys = partition_keys(n)
+        placed = spark.createDataFrame([(k,) for k in keys], "key int").repartition(n, "key")
+        assert sorted(placed.select(F.spark_partition_id().alias("p")).rdd.map(lambda r: r.p).collect()) == list(range(n))
 
 
 def test_components_on_the_driver_and_on_the_cluster_agree(spark, real_corpus):

@@ -118,8 +118,12 @@ pub fn pigeonhole_blocks(
 ///
 /// A group of `join_from` rows or more (default 131,072) is searched with the library's
 /// all-pairs join instead of a scan per row: at 128 bits, one join of each half at `k / 2`.
+///
+/// With `whole`, the rows are not block rows but tiles of the whole input, one (`block`,
+/// `value`) for all of them: every tile pair holds each of its pairs once, so every pair
+/// within `k` is reported, with no lowest-block rule.
 #[pyfunction]
-#[pyo3(signature = (rows, *, bits, k, min_jaccard=None, join_from=JOIN_FROM))]
+#[pyo3(signature = (rows, *, bits, k, min_jaccard=None, join_from=JOIN_FROM, whole=false))]
 pub fn block_pairs(
     py: Python<'_>,
     rows: &Bound<'_, PyAny>,
@@ -127,8 +131,10 @@ pub fn block_pairs(
     k: u32,
     min_jaccard: Option<f64>,
     join_from: usize,
+    whole: bool,
 ) -> PyResult<Py<PyAny>> {
-    let blocks = Blocks::new(bits, k)?.joined_from(join_from);
+    let mut blocks = Blocks::new(bits, k)?.joined_from(join_from);
+    blocks.whole = whole;
     if let Some(t) = min_jaccard {
         check_threshold(t)?;
     }
@@ -500,7 +506,7 @@ fn group_pairs(
         let distance = (fps[i] ^ fps[j]).count_ones();
         if distance <= k
             && window.is_none_or(|w| w.allows(i, j))
-            && blocks.lowest_agreeing(fps[i], fps[j]) == Some(block)
+            && (blocks.whole || blocks.lowest_agreeing(fps[i], fps[j]) == Some(block))
         {
             out.push((i, j, distance));
         }
@@ -596,6 +602,8 @@ struct Blocks {
     count: u32,
     /// Groups of this many rows or more are searched by [`joined`].
     join_from: usize,
+    /// Rows are tiles of the whole input, not block groups: every pair within `k` counts.
+    whole: bool,
 }
 
 impl Blocks {
@@ -616,6 +624,7 @@ impl Blocks {
             k,
             count: k + 1,
             join_from: JOIN_FROM,
+            whole: false,
         })
     }
 

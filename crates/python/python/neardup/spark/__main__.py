@@ -75,10 +75,12 @@ def _parser() -> argparse.ArgumentParser:
                    help="... and a boilerplate shingle is on at least this many of them")
     d.add_argument("--max-bucket", type=int, default=50_000,
                    help="pigeonhole groups larger than this are tiled (see report.json's skew)")
-    d.add_argument("--verify", choices=["groups", "join"], default="groups",
+    d.add_argument("--verify", choices=["auto", "groups", "join", "tiles"], default="auto",
                    help="verify candidates inside their pigeonhole group (a record's set "
-                   "shuffled once, and again for each group it has candidates in) or by "
-                   "joining pairs to sets (two per candidate)")
+                   "shuffled once, and again for each group it has candidates in), by "
+                   "joining pairs to sets (two per candidate), or compare every pair once "
+                   "in tiles (each set shuffled once per tile); auto: tiles where the "
+                   "blocks are narrow (k over about a fifth of the bits), else groups")
     d.add_argument("--shuffle-partitions", type=int, default=None,
                    help="spark.sql.shuffle.partitions (default: Spark's, coalesced adaptively)")
     d.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")

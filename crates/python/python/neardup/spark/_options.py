@@ -78,7 +78,12 @@ class Options:
     #: are shuffled again with their sets: one set per record plus one per group it has
     #: candidates in) or "join" (narrow block rows; candidates joined to both sets: two
     #: sets shuffled per candidate).
-    verify: str = "groups"
+    #: Or "tiles": every pair compared once, the records cut into tiles (one round, each
+    #: set shuffled once per tile), which compares fewer pairs than the groups where
+    #: blocks are narrow (k over about a fifth of the bits). "auto" (the default) picks
+    #: "tiles" where the blocks are that narrow, else "groups"; the report's rule names
+    #: the one used.
+    verify: str = "auto"
     #: Up to this many verified pairs, clusters are made on the driver (the pairs collected,
     #: 16 bytes each); above it, by large-star / small-star on the cluster. The same roots.
     local_components: int = 5_000_000
@@ -95,8 +100,12 @@ class Options:
             object.__setattr__(self, "min_jaccard", neardup.default_min_jaccard(self.tokens))
         if not 0.0 < self.min_jaccard <= 1.0:
             raise ValueError(f"min_jaccard {self.min_jaccard}: in (0, 1]")
-        if self.verify not in ("groups", "join"):
-            raise ValueError(f"verify {self.verify!r}: \"groups\" or \"join\"")
+        if self.verify not in ("auto", "groups", "join", "tiles"):
+            raise ValueError(f"verify {self.verify!r}: \"auto\", \"groups\", \"join\" or \"tiles\"")
+        if self.verify == "auto":
+            from ._stages import coarse_blocks
+
+            object.__setattr__(self, "verify", "tiles" if coarse_blocks(self.bits, self.max_distance) else "groups")
         if self.local_components < 0:
             raise ValueError(f"local_components {self.local_components}: at least 0")
         if self.max_bucket < 2:

@@ -335,6 +335,11 @@ def near_pairs(
     spark = reps.sparkSession
     old = ["old"] if skip_old else []
     sets = records.select("doc", "fp", "fp_hi", "set", *old)
+    counted = spark.sparkContext.accumulator(0)
+    if opts.verify == "tiles":
+        pairs, skew = _tile_pairs(reps, sets, opts, counted)
+        pairs = pairs.select("a", "b", F.lit("simhash+jaccard").alias("rule"), "distance", "jaccard")
+        return pairs, skew, counted
 
     sizes = block_rows(reps.select("fp", "fp_hi"), bits, k).groupBy("block", "value").count()
     # The five largest groups of two or more (which alone make pairs): a top-k in each
@@ -348,6 +353,7 @@ def near_pairs(
     else:
         big = [r for r in largest if r["count"] > cap]
     skew: Dict[str, Any] = {
+        "search": "blocks",
         "blocks": k + 1,
         "max_bucket": cap,
         "largest_buckets": [
@@ -364,7 +370,6 @@ def near_pairs(
             [(r["block"], r["value"], math.ceil(r["count"] / cap)) for r in big],
             "block int, value long, tiles int",
         )
-    counted = spark.sparkContext.accumulator(0)
 
     def partitions_of(rows: DataFrame, schema: T.StructType, run, count: bool) -> DataFrame:
         """`rows` (block rows) tiled, shuffled into their groups, and each partition's
@@ -418,6 +423,166 @@ def near_pairs(
         pairs = _verified_by_join(partitions_of(narrow, CANDIDATES, found, count=True), sets, opts, skip_old)
     pairs = pairs.select("a", "b", F.lit("simhash+jaccard").alias("rule"), "distance", "jaccard")
     return pairs, skew, counted
+
+
+def coarse_blocks(bits: int, k: int) -> bool:
+    """Whether the `k + 1` pigeonhole blocks of `bits`-bit fingerprints are so narrow that
+    their groups compare more pairs than comparing every pair once: a block of `w` bits
+    puts a pair of random fingerprints in one group with chance 2^-w, so the groups of all
+    blocks compare the sum of that over the blocks times every pair (more on real
+    fingerprints, which cluster). At 64 bits that is 0.2 at k = 10, 0.8 at k = 14 and 1.3
+    at k = 16; at 128 bits, 1.4 at k = 28."""
+    count = k + 1
+    share = sum(2.0 ** -((j + 1) * bits // count - j * bits // count) for j in range(count))
+    return share >= COARSE
+
+
+#: From this share of every pair compared (see `coarse_blocks`), `verify="auto"` compares
+#: every pair once in tiles instead of the pigeonhole groups. Measured on the bench's 60k
+#: real records: see docs/performance.md.
+COARSE = 0.5
+
+
+def tile_count(records: int, cap: int, parallelism: int) -> int:
+    """How many tiles `records` are cut into for `verify="tiles"`: enough tile pairs for
+    twice the cluster's task slots (`parallelism`), no tile of fewer than `MIN_TILE`
+    records unless one tile holds them all, and none over `cap`."""
+    tiles = 1
+    while tiles * (tiles + 1) // 2 < 2 * parallelism and records // (tiles + 1) >= MIN_TILE:
+        tiles += 1
+    return max(tiles, math.ceil(records / cap))
+
+
+#: The fewest records a tile is cut to for parallelism alone: below it, a task's own cost
+#: outweighs what another slot would save.
+MIN_TILE = 2_000
+
+
+def _murmur3(value: int, seed: int = 42) -> int:
+    """Spark's `hash` of an int (Murmur3 x86 32-bit, seed 42), which places a row of
+    `repartition(n, column)` in partition `hash % n`."""
+    def rotl(x: int, r: int) -> int:
+        return ((x << r) | (x >> (32 - r))) & 0xFFFFFFFF
+
+    k1 = rotl((value & 0xFFFFFFFF) * 0xCC9E2D51 & 0xFFFFFFFF, 15) * 0x1B873593 & 0xFFFFFFFF
+    h1 = (rotl(seed ^ k1, 13) * 5 + 0xE6546B64) & 0xFFFFFFFF
+    h1 ^= 4
+    h1 ^= h1 >> 16
+    h1 = h1 * 0x85EBCA6B & 0xFFFFFFFF
+    h1 ^= h1 >> 13
+    h1 = h1 * 0xC2B2AE35 & 0xFFFFFFFF
+    h1 ^= h1 >> 16
+    return h1 - (1 << 32) if h1 >= 1 << 31 else h1
+
+
+def partition_keys(n: int) -> List[int]:
+    """For each of `n` partitions, an int that `repartition(n, column)` sends there: one
+    tile pair a task, where hashing the pair's own number would put two in some partitions
+    and leave others empty."""
+    keys: List[Optional[int]] = [None] * n
+    left, key = n, 0
+    while left:
+        at = _murmur3(key) % n
+        if keys[at] is None:
+            keys[at] = key
+            left -= 1
+        key += 1
+    return [int(k) for k in keys if k is not None]
+
+
+def _tile_pairs(reps: DataFrame, sets: DataFrame, opts: Options, counted: Any) -> Tuple[DataFrame, Dict[str, Any]]:
+    """`verify="tiles"`: the representatives cut into tiles by document id and every pair
+    compared once, in the tile pair that holds it, where both sets are (one round, each
+    set shuffled once per tile pair it is in). Right where the pigeonhole groups are
+    coarse (`coarse_blocks`): they would compare more pairs than this, after shuffling
+    k + 1 narrow rows a record. Within a task the rows are scanned in set-size order, each
+    only against the rows whose sizes allow `min_jaccard`.
+
+    Records of a previous run (`old`) are tiled apart from the new ones, and no tile pair
+    holds two old tiles: their pairs were decided by that run, so an incremental run
+    compares the new records with each other and with the old ones, never the old ones
+    with each other. Returns the verified pairs and the report's `skew` (the tiles; no
+    tile is over the cap)."""
+    spark = reps.sparkSession
+    counts = {bool(r["old"]): int(r["count"]) for r in reps.groupBy("old").count().collect()}
+    new_records, old_records = counts.get(False, 0), counts.get(True, 0)
+    cap = opts.max_bucket
+    new = tile_count(new_records, cap, spark.sparkContext.defaultParallelism)
+    old = math.ceil(old_records / cap) if new_records else 0
+    # Tiles 0 .. new - 1 hold new records, new .. new + old - 1 old ones. The pairs: the
+    # triangle of the new tiles, then each new tile with each old one.
+    triangle = new * (new + 1) // 2
+    count = triangle + new * old
+    bits, k, t = opts.bits, opts.max_distance, opts.min_jaccard
+    # A representative's set: the representatives are few beside the records' sets, so
+    # the planner broadcasts them (it knows their cached size) and reads the sets in place.
+    wide = reps.select("doc", F.col("old").alias("_old")).join(sets, "doc")
+    if not old:
+        # No new record to meet them (or no previous run).
+        wide = wide.filter(~F.col("_old"))
+    is_old = F.col("_old")
+    spread = F.pmod(F.xxhash64("doc"), F.when(is_old, F.lit(max(old, 1))).otherwise(F.lit(new)))
+    tile = F.when(is_old, F.lit(new) + spread).otherwise(spread).cast("int")
+    other = F.explode(F.sequence(F.lit(0), F.when(is_old, F.lit(new - 1)).otherwise(F.lit(new + old - 1))))
+    ta, tb = F.col("ta"), F.col("tb")
+    pair = F.when(tb < new, ta * new - ta * (ta - 1) / 2 + (tb - ta)).otherwise(triangle + ta * old + (tb - new))
+    if count <= PLACED_PAIRS:
+        key = F.element_at(F.array(*[F.lit(x) for x in partition_keys(count)]), F.col("pair") + 1)
+    else:
+        # Many tasks even out by themselves; a list of keys that long is not worth its size.
+        key = F.col("pair")
+    rows = (
+        wide.withColumn("tile", tile)
+        .withColumn("other", other)
+        .withColumn("ta", F.least("tile", "other"))
+        .withColumn("tb", F.greatest("tile", "other"))
+        .withColumn(
+            "side",
+            F.when(F.col("tile") < F.col("other"), 0)
+            .when(F.col("tile") > F.col("other"), 1)
+            .otherwise(-1)
+            .cast("byte"),
+        )
+        .withColumn("pair", pair.cast("int"))
+        .select(
+            F.lit(0).alias("block"),
+            F.lit(0).cast("long").alias("value"),
+            "ta",
+            "tb",
+            "side",
+            key.alias("key"),
+            *sets.columns,
+        )
+    )
+
+    def each(batches):
+        import pyarrow as pa
+
+        import neardup
+
+        batches = [b for b in batches if b.num_rows]
+        if batches:
+            out = neardup.block_pairs(pa.Table.from_batches(batches), bits=bits, k=k, min_jaccard=t, whole=True)
+            counted.add(int(out.schema.metadata[b"candidates"]))
+            yield out
+
+    pairs = rows.repartition(max(count, 1), "key").mapInArrow(executor(each), VERIFIED)
+    skew = {
+        "search": "tiles",
+        "tiles": new + old,
+        "old_tiles": old,
+        "tile_pairs": count,
+        "records": new_records + old_records,
+        "blocks": opts.max_distance + 1,
+        "max_bucket": cap,
+        "largest_buckets": [],
+        "split_buckets": [],
+    }
+    return pairs, skew
+
+
+#: Up to this many tile pairs, each is sent to a partition of its own (`partition_keys`).
+PLACED_PAIRS = 4096
 
 
 #: What `neardup.block_participants` returns: the records a group's verification needs.
