@@ -8,7 +8,7 @@
 # Usage: scripts/bench_spark.sh   (about 12 minutes on 2 cores)
 # Knobs: RECORDS (real records before the recrawl copies, 40000; the machine's man pages,
 #        /usr/share/doc and fortunes bound it), CORES (local[N], the machine's), BUDGET
-#        (seconds for datasketch, 60), SETTINGS (bits:k[:verify], "64:3,64:3:join,64:10,64:10:join,64:14,64:16,128:28,128:28:join")
+#        (seconds for datasketch, 60), SETTINGS (bits:k[:verify], verify auto unless named; "64:3,64:3:join,64:10,64:10:join,64:10:tiles,64:14,64:14:groups,64:16,64:16:groups,128:28,128:28:groups,128:28:join")
 # Output: bench-out/spark/{bench.json,report.txt}
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -24,4 +24,4 @@ cargo build --release -q -p neardup-cli
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 .venv/bin/python scripts/bench_spark/bench.py --neardup "$TARGET/release/neardup" \
     --records "${RECORDS:-40000}" --cores "${CORES:-$(nproc)}" --budget "${BUDGET:-60}" \
-    --settings "${SETTINGS:-64:3,64:3:join,64:10,64:10:join,64:14,64:16,128:28,128:28:join}" --out "$OUT" | tee "$OUT/report.txt"
+    --settings "${SETTINGS:-64:3,64:3:join,64:10,64:10:join,64:10:tiles,64:14,64:14:groups,64:16,64:16:groups,128:28,128:28:groups,128:28:join}" --out "$OUT" | tee "$OUT/report.txt"

@@ -109,7 +109,10 @@ def spark_run(spark, corpus: Path, out: Path, write: bool, **options) -> dict:
         "kept": r["kept"],
         "candidate_pairs": r["candidate_pairs"],
         "verified_pairs": r["verified_pairs"],
-        "largest_bucket": max((b["size"] for b in r["skew"]["largest_buckets"]), default=0),
+        "verify": r["rule"]["verify"],
+        # With tiles, the largest tile (records / tiles, rounded up) stands for the bucket.
+        "largest_bucket": max((b["size"] for b in r["skew"]["largest_buckets"]), default=0)
+        or -(-r["skew"].get("records", 0) // max(r["skew"].get("tiles", 1), 1)),
         "split_buckets": len(r["skew"]["split_buckets"]),
         "component_rounds": r["component_rounds"],
         **metrics,
@@ -154,7 +157,7 @@ def main() -> None:
     ap.add_argument("--cores", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--budget", type=float, default=60.0)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--settings", default="64:3,64:3:join,64:10,64:10:join,64:14,64:16,128:28,128:28:join")
+    ap.add_argument("--settings", default="64:3,64:3:join,64:10,64:10:join,64:10:tiles,64:14,64:14:groups,64:16,64:16:groups,128:28,128:28:groups,128:28:join")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -225,7 +228,7 @@ def main() -> None:
           f"{job['peak_execution_memory'] / 1e6:.0f} MB, {job['component_rounds']} component rounds")
 
     print("\n| bits | k | verify | candidates per record | verified pairs | recall vs 64-bit k=16 | shuffle KB per record | "
-          "largest bucket | task peak MB | job s | chance pairs per record at 1e8 / 1e9 (random fingerprints) |")
+          "largest bucket (tile) | task peak MB | job s | chance pairs per record at 1e8 / 1e9 (random fingerprints) |")
     print("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|")
     settings = []
     reference = None
@@ -233,9 +236,10 @@ def main() -> None:
     for item in args.settings.split(","):
         parts = item.split(":")
         bits, k = int(parts[0]), int(parts[1])
-        verify = parts[2] if len(parts) > 2 else "groups"
-        r = spark_run(spark, corpus, out / f"s{bits}-{k}", write=False, bits=bits, max_distance=k, verify=verify)
-        runs.append((bits, k, verify, r))
+        asked = parts[2] if len(parts) > 2 else "auto"
+        r = spark_run(spark, corpus, out / f"s{bits}-{k}-{asked}", write=False, bits=bits, max_distance=k, verify=asked)
+        verify = r["verify"] if asked == "auto" else asked
+        runs.append((bits, k, verify + (" (auto)" if asked == "auto" else ""), r))
         if (bits, k) == (64, 16):
             reference = r["_pairs"]
     for bits, k, verify, r in runs:

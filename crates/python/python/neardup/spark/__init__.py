@@ -21,10 +21,15 @@ Each stage runs in the executors on the Rust core through Arrow batches (`mapInA
 2. the exact tier: records of one content hash collapse onto one representative;
 3. candidates: k + 1 pigeonhole blocks of the fingerprint, rows shuffled on (block, value),
    the pairs within k bits found inside each group and reported by their lowest agreeing
-   block only; a group over `max_bucket` is tiled and reported in the report's `skew`;
-4. exact Jaccard verification of every candidate pair, in the group that found it: each
-   block row carries its record's verification set, so the shuffle moves k + 1 copies of
-   a set whatever the number of chance pairs;
+   block only; a group over `max_bucket` is tiled and reported in the report's `skew`.
+   Where the blocks are narrow (k over about a fifth of the bits, as at the default 64-bit
+   k = 16), their groups would compare more pairs than all pairs once: the records are cut
+   into tiles instead and every tile pair compared once (`verify="tiles"`, which
+   `verify="auto"` picks);
+4. exact Jaccard verification of every candidate pair where both sets are: in its group
+   (the records a group's verification needs are named over narrow rows first, then only
+   theirs move with their sets) or in its tile pair; only pairs whose set sizes allow the
+   threshold are compared;
 5. clusters: connected components of the verified pairs (large-star / small-star), the
    CLI's `--linkage single --chain-floor 0`;
 6. survivors: the earliest first seen, ties to the smallest id, every source URL kept.

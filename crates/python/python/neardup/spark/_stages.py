@@ -4,6 +4,7 @@ analysis, unique ids, the exact tier, and pigeonhole candidates verified by exac
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from pyspark.sql import DataFrame, Window
@@ -444,11 +445,11 @@ COARSE = 0.5
 
 
 def tile_count(records: int, cap: int, parallelism: int) -> int:
-    """How many tiles `records` are cut into for `verify="tiles"`: enough tile pairs for
-    twice the cluster's task slots (`parallelism`), no tile of fewer than `MIN_TILE`
-    records unless one tile holds them all, and none over `cap`."""
+    """How many tiles `records` are cut into for `verify="tiles"`: two for each of the
+    cluster's task slots (`parallelism`), no tile of fewer than `MIN_TILE` records unless
+    one tile holds them all, and none over `cap`."""
     tiles = 1
-    while tiles * (tiles + 1) // 2 < 2 * parallelism and records // (tiles + 1) >= MIN_TILE:
+    while tiles < 2 * parallelism and records // (tiles + 1) >= MIN_TILE:
         tiles += 1
     return max(tiles, math.ceil(records / cap))
 
@@ -490,13 +491,89 @@ def partition_keys(n: int) -> List[int]:
     return [int(k) for k in keys if k is not None]
 
 
+def _order() -> "F.Column":
+    """A record's place in set-size order: its set's length, ties broken by its document
+    id's hash, so that a length many records share is still cut into tiles of equal
+    counts."""
+    return F.col("size").cast("long") * (1 << 32) + F.xxhash64("doc").bitwiseAND(F.lit(0xFFFFFFFF))
+
+#: The sizes' slack: a tile pair is formed, and a row sent to it, wherever the sizes allow
+#: the threshold with this much to spare (the scan's own test has 1e-9), so no pair is lost
+#: to rounding.
+_SLACK = 1e-6
+
+#: Larger than any set's length: the upper end of the last tile.
+_UNBOUNDED = 1 << 40
+
+
+@dataclass
+class _Tiles:
+    """Tiles of one side (new or old records) in set-size order: `bounds` the order values
+    (`_order`) that start tiles 1 .. n - 1, `lo` and `hi` each tile's smallest and largest
+    possible set length."""
+
+    bounds: List[int]
+
+    @property
+    def count(self) -> int:
+        return len(self.bounds) + 1
+
+    @property
+    def lo(self) -> List[int]:
+        return [0] + [b >> 32 for b in self.bounds]
+
+    @property
+    def hi(self) -> List[int]:
+        return [(b - 1) >> 32 for b in self.bounds] + [_UNBOUNDED]
+
+
+def _tiles_of(quantiles: Optional[List[int]]) -> _Tiles:
+    return _Tiles(sorted(set(int(q) for q in quantiles or [])))
+
+
+def _below(value: "F.Column", sorted_bounds: List[int], strict: bool) -> "F.Column":
+    """How many of `sorted_bounds` are below `value` (or at most it, unless `strict`): a
+    binary search as nested CASE expressions, log2(n) comparisons a row."""
+
+    def search(lo: int, hi: int) -> "F.Column":
+        if lo == hi:
+            return F.lit(lo)
+        mid = (lo + hi) // 2
+        at = F.lit(sorted_bounds[mid])
+        below = at < value if strict else at <= value
+        return F.when(below, search(mid + 1, hi)).otherwise(search(lo, mid))
+
+    return search(0, len(sorted_bounds))
+
+
+def _reach(size: "F.Column", tiles: _Tiles, t: float, offset: int) -> Tuple["F.Column", "F.Column"]:
+    """The tiles (numbered from `offset`) holding a set length whose pair with `size` the
+    sizes allow: a range (first, last), empty where first > last. Tile lengths ascend, so
+    they are the tiles whose largest length is at least t * size and whose smallest is at
+    most size / t."""
+    first = _below(size * (t * (1 - _SLACK)), tiles.hi, strict=True)
+    last = _below(size / (t * (1 - _SLACK)), tiles.lo, strict=False) - 1
+    return first + offset, last + offset
+
+
+def _meet(a_lo: int, a_hi: int, b_lo: int, b_hi: int, t: float) -> bool:
+    """Whether some set length in [a_lo, a_hi] and some in [b_lo, b_hi] allow `t`."""
+    slack = t * (1 - _SLACK)
+    return a_hi >= slack * b_lo and b_hi >= slack * a_lo
+
+
 def _tile_pairs(reps: DataFrame, sets: DataFrame, opts: Options, counted: Any) -> Tuple[DataFrame, Dict[str, Any]]:
-    """`verify="tiles"`: the representatives cut into tiles by document id and every pair
-    compared once, in the tile pair that holds it, where both sets are (one round, each
-    set shuffled once per tile pair it is in). Right where the pigeonhole groups are
-    coarse (`coarse_blocks`): they would compare more pairs than this, after shuffling
-    k + 1 narrow rows a record. Within a task the rows are scanned in set-size order, each
-    only against the rows whose sizes allow `min_jaccard`.
+    """`verify="tiles"`: the representatives cut into tiles in set-size order and every pair
+    compared once, in the tile pair that holds it, where both sets are (one round). Right
+    where the pigeonhole groups are coarse (`coarse_blocks`): they would compare more pairs
+    than this, after shuffling k + 1 narrow rows a record.
+
+    Only pairs whose set sizes allow `min_jaccard` are ever compared, so only tiles whose
+    lengths can meet make a tile pair, and a row goes only to the tile pairs whose other
+    tile holds lengths its own can meet: its own tile and those beside it. Tiles are cut at
+    quantiles of the set length (ties by document id), so each holds about as many
+    records. Within a task the rows are scanned in size order, each only against the rows
+    whose sizes it allows.
 
     Records of a previous run (`old`) are tiled apart from the new ones, and no tile pair
     holds two old tiles: their pairs were decided by that run, so an incremental run
@@ -506,34 +583,60 @@ def _tile_pairs(reps: DataFrame, sets: DataFrame, opts: Options, counted: Any) -
     spark = reps.sparkSession
     counts = {bool(r["old"]): int(r["count"]) for r in reps.groupBy("old").count().collect()}
     new_records, old_records = counts.get(False, 0), counts.get(True, 0)
-    cap = opts.max_bucket
-    new = tile_count(new_records, cap, spark.sparkContext.defaultParallelism)
-    old = math.ceil(old_records / cap) if new_records else 0
-    # Tiles 0 .. new - 1 hold new records, new .. new + old - 1 old ones. The pairs: the
-    # triangle of the new tiles, then each new tile with each old one.
-    triangle = new * (new + 1) // 2
-    count = triangle + new * old
-    bits, k, t = opts.bits, opts.max_distance, opts.min_jaccard
+    cap, t = opts.max_bucket, opts.min_jaccard
+    new_count = tile_count(new_records, cap, spark.sparkContext.defaultParallelism)
+    old_count = math.ceil(old_records / cap) if new_records else 0
+    # The quantiles of the order that cut each side into its tiles, in one pass.
+    cuts = []
+    for is_old, count in ((False, new_count), (True, old_count)):
+        if count > 1:
+            share = F.array(*[F.lit(i / count) for i in range(1, count)])
+            on_side = F.when(F.col("old") == F.lit(is_old), _order())
+            cuts.append(F.percentile_approx(on_side, share, 10_000).alias(str(is_old)))
+    quantiles = reps.agg(*cuts).first().asDict() if cuts else {}
+    new = _tiles_of(quantiles.get("False"))
+    old = _tiles_of(quantiles.get("True")) if old_count else _Tiles([])
+    n, o = new.count, (old.count if old_count else 0)
+    # Tiles 0 .. n - 1 hold new records, n .. n + o - 1 old ones. The pairs: new tiles that
+    # can meet (and each with itself), then each new tile with each old one it can meet.
+    pairs = [
+        (i, j) for i in range(n) for j in range(i, n) if _meet(new.lo[i], new.hi[i], new.lo[j], new.hi[j], t)
+    ] + [
+        (i, n + j) for i in range(n) for j in range(o) if _meet(new.lo[i], new.hi[i], old.lo[j], old.hi[j], t)
+    ]
+    total = n + o
+    bits, k = opts.bits, opts.max_distance
     # A representative's set: the representatives are few beside the records' sets, so
     # the planner broadcasts them (it knows their cached size) and reads the sets in place.
-    wide = reps.select("doc", F.col("old").alias("_old")).join(sets, "doc")
-    if not old:
+    wide = reps.select("doc", "size", F.col("old").alias("_old")).join(sets, "doc")
+    if not o:
         # No new record to meet them (or no previous run).
         wide = wide.filter(~F.col("_old"))
-    is_old = F.col("_old")
-    spread = F.pmod(F.xxhash64("doc"), F.when(is_old, F.lit(max(old, 1))).otherwise(F.lit(new)))
-    tile = F.when(is_old, F.lit(new) + spread).otherwise(spread).cast("int")
-    other = F.explode(F.sequence(F.lit(0), F.when(is_old, F.lit(new - 1)).otherwise(F.lit(new + old - 1))))
-    ta, tb = F.col("ta"), F.col("tb")
-    pair = F.when(tb < new, ta * new - ta * (ta - 1) / 2 + (tb - ta)).otherwise(triangle + ta * old + (tb - new))
-    if count <= PLACED_PAIRS:
-        key = F.element_at(F.array(*[F.lit(x) for x in partition_keys(count)]), F.col("pair") + 1)
+    size, is_old = F.col("size"), F.col("_old")
+    new_first, new_last = _reach(size, new, t, 0)
+    old_first, old_last = _reach(size, old, t, n)
+    tile = F.when(is_old, _below(_order(), old.bounds, strict=False) + n).otherwise(
+        _below(_order(), new.bounds, strict=False)
+    )
+    # An old row meets the new tiles its size reaches; a new row those and the old ones.
+    empty = F.array().cast("array<int>")
+    reached = F.when(new_first <= new_last, F.sequence(new_first, new_last)).otherwise(empty)
+    if o:
+        reached_old = F.when(old_first <= old_last, F.sequence(old_first, old_last)).otherwise(empty)
+        reached = F.when(is_old, reached).otherwise(F.concat(reached, reached_old))
+    # Each tile pair in a partition of its own where there are few enough of them.
+    placed = {a * total + b: i for i, (a, b) in enumerate(pairs)}
+    number = F.col("ta") * total + F.col("tb")
+    if len(pairs) <= PLACED_PAIRS:
+        keys = partition_keys(len(pairs))
+        mapping = F.create_map(*[F.lit(x) for pair, i in placed.items() for x in (pair, keys[i])])
+        key = mapping[number]
     else:
         # Many tasks even out by themselves; a list of keys that long is not worth its size.
-        key = F.col("pair")
+        key = number
     rows = (
-        wide.withColumn("tile", tile)
-        .withColumn("other", other)
+        wide.withColumn("tile", tile.cast("int"))
+        .withColumn("other", F.explode(reached))
         .withColumn("ta", F.least("tile", "other"))
         .withColumn("tb", F.greatest("tile", "other"))
         .withColumn(
@@ -543,7 +646,6 @@ def _tile_pairs(reps: DataFrame, sets: DataFrame, opts: Options, counted: Any) -
             .otherwise(-1)
             .cast("byte"),
         )
-        .withColumn("pair", pair.cast("int"))
         .select(
             F.lit(0).alias("block"),
             F.lit(0).cast("long").alias("value"),
@@ -566,19 +668,19 @@ def _tile_pairs(reps: DataFrame, sets: DataFrame, opts: Options, counted: Any) -
             counted.add(int(out.schema.metadata[b"candidates"]))
             yield out
 
-    pairs = rows.repartition(max(count, 1), "key").mapInArrow(executor(each), VERIFIED)
+    found = rows.repartition(max(len(pairs), 1), "key").mapInArrow(executor(each), VERIFIED)
     skew = {
         "search": "tiles",
-        "tiles": new + old,
-        "old_tiles": old,
-        "tile_pairs": count,
+        "tiles": total,
+        "old_tiles": o,
+        "tile_pairs": len(pairs),
         "records": new_records + old_records,
         "blocks": opts.max_distance + 1,
         "max_bucket": cap,
         "largest_buckets": [],
         "split_buckets": [],
     }
-    return pairs, skew
+    return found, skew
 
 
 #: Up to this many tile pairs, each is sent to a partition of its own (`partition_keys`).
