@@ -416,6 +416,25 @@ def test_tile_counts_and_their_partitions(spark):
     assert tile_count(5, 50_000, 2) == 1
     assert tile_count(3_000, 50_000, 8) == 1
     assert tile_count(1_000_000, 50_000, 2) == 20
+    # A row's tile and reach are binary searches over the tiles' bounds, in the JVM.
+    import bisect
+    import random
+
+    from neardup.spark._stages import _below
+
+    rng = random.Random(7)
+    for count in (0, 1, 2, 5, 64):
+        bounds = sorted(rng.sample(range(-50, 5000), count))
+        values = [rng.randrange(-60, 5100) for _ in range(200)] + bounds
+        df = spark.createDataFrame([(v,) for v in values], "v long")
+        got = df.select(
+            "v",
+            _below(F.col("v"), bounds, strict=False).alias("at_most"),
+            _below(F.col("v"), bounds, strict=True).alias("below"),
+        ).collect()
+        for r in got:
+            assert r.at_most == bisect.bisect_right(bounds, r.v), (bounds, r)
+            assert r.below == bisect.bisect_left(bounds, r.v), (bounds, r)
     # Each tile pair's key goes to a partition of its own, as Spark hashes it.
     for n in (1, 6, 28, 210):
         keys = partition_keys(n)

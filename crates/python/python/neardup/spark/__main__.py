@@ -74,7 +74,8 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--boilerplate-min-count", type=int, default=10,
                    help="... and a boilerplate shingle is on at least this many of them")
     d.add_argument("--max-bucket", type=int, default=50_000,
-                   help="pigeonhole groups larger than this are tiled (see report.json's skew)")
+                   help="pigeonhole groups larger than this are tiled (see report.json's skew); "
+                   "with --verify tiles, the most records a tile holds")
     d.add_argument("--verify", choices=["auto", "groups", "join", "tiles"], default="auto",
                    help="verify candidates inside their pigeonhole group (a record's set "
                    "shuffled once, and again for each group it has candidates in), by "

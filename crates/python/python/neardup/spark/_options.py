@@ -71,7 +71,8 @@ class Options:
     boilerplate_sample_pages: int = 1000
     #: A pigeonhole group (one block value) larger than this is split into tiles compared
     #: pair by pair, so no task holds more than twice this many fingerprints; such groups
-    #: are listed in the report's `skew`.
+    #: are listed in the report's `skew`. With `verify="tiles"`, no tile holds more (but
+    #: for the 1% its quantiles may be off).
     max_bucket: int = 50_000
     #: Where candidate pairs are verified: "groups" (in their group, in two rounds: narrow
     #: block rows name the records each group's verification needs, then only those rows

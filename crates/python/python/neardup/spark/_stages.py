@@ -579,7 +579,7 @@ def _tile_pairs(reps: DataFrame, sets: DataFrame, opts: Options, counted: Any) -
     holds two old tiles: their pairs were decided by that run, so an incremental run
     compares the new records with each other and with the old ones, never the old ones
     with each other. Returns the verified pairs and the report's `skew` (the tiles; no
-    tile is over the cap)."""
+    tile is over the cap by more than the quantiles' 1%)."""
     spark = reps.sparkSession
     counts = {bool(r["old"]): int(r["count"]) for r in reps.groupBy("old").count().collect()}
     new_records, old_records = counts.get(False, 0), counts.get(True, 0)
@@ -592,7 +592,8 @@ def _tile_pairs(reps: DataFrame, sets: DataFrame, opts: Options, counted: Any) -
         if count > 1:
             share = F.array(*[F.lit(i / count) for i in range(1, count)])
             on_side = F.when(F.col("old") == F.lit(is_old), _order())
-            cuts.append(F.percentile_approx(on_side, share, 10_000).alias(str(is_old)))
+            # Ranks within 1% of a tile's records.
+            cuts.append(F.percentile_approx(on_side, share, max(10_000, 100 * count)).alias(str(is_old)))
     quantiles = reps.agg(*cuts).first().asDict() if cuts else {}
     new = _tiles_of(quantiles.get("False"))
     old = _tiles_of(quantiles.get("True")) if old_count else _Tiles([])
@@ -634,27 +635,14 @@ def _tile_pairs(reps: DataFrame, sets: DataFrame, opts: Options, counted: Any) -
     else:
         # Many tasks even out by themselves; a list of keys that long is not worth its size.
         key = number
-    rows = (
-        wide.withColumn("tile", tile.cast("int"))
-        .withColumn("other", F.explode(reached))
-        .withColumn("ta", F.least("tile", "other"))
-        .withColumn("tb", F.greatest("tile", "other"))
-        .withColumn(
-            "side",
-            F.when(F.col("tile") < F.col("other"), 0)
-            .when(F.col("tile") > F.col("other"), 1)
-            .otherwise(-1)
-            .cast("byte"),
-        )
-        .select(
-            F.lit(0).alias("block"),
-            F.lit(0).cast("long").alias("value"),
-            "ta",
-            "tb",
-            "side",
-            key.alias("key"),
-            *sets.columns,
-        )
+    rows = _in_tile_pairs(wide, tile.cast("int"), reached).select(
+        F.lit(0).alias("block"),
+        F.lit(0).cast("long").alias("value"),
+        "ta",
+        "tb",
+        "side",
+        key.alias("key"),
+        *sets.columns,
     )
 
     def each(batches):
@@ -707,9 +695,18 @@ def _tiled(blocks: DataFrame, tiles: Optional[DataFrame]) -> DataFrame:
         blocks = blocks.withColumn("tiles", F.lit(None).cast("int"))
     tiles_col = F.coalesce(F.col("tiles"), F.lit(1))
     columns = [c for c in blocks.columns if c not in ("block", "value", "tiles")]
+    tile = F.pmod(F.xxhash64("doc"), tiles_col).cast("int")
+    paired = _in_tile_pairs(blocks, tile, F.sequence(F.lit(0), tiles_col - 1))
+    return paired.select("block", "value", "ta", "tb", "side", *columns)
+
+
+def _in_tile_pairs(rows: DataFrame, tile: "F.Column", others: "F.Column") -> DataFrame:
+    """`rows`, each once for every tile in `others` (an array) with its own `tile`: `ta`
+    and `tb` the pair (the lower tile first), `side` 0 where the row's tile is the lower,
+    1 where the higher, -1 in a tile with itself."""
     return (
-        blocks.withColumn("tile", F.pmod(F.xxhash64("doc"), tiles_col).cast("int"))
-        .withColumn("other", F.explode(F.sequence(F.lit(0), tiles_col - 1)))
+        rows.withColumn("tile", tile)
+        .withColumn("other", F.explode(others))
         .withColumn("ta", F.least("tile", "other"))
         .withColumn("tb", F.greatest("tile", "other"))
         .withColumn(
@@ -719,7 +716,6 @@ def _tiled(blocks: DataFrame, tiles: Optional[DataFrame]) -> DataFrame:
             .otherwise(-1)
             .cast("byte"),
         )
-        .select("block", "value", "ta", "tb", "side", *columns)
     )
 
 
