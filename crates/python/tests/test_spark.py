@@ -394,6 +394,55 @@ def test_tiles_of_an_incremental_run_pair_new_records_with_old_ones_only(spark, 
     assert rows(tiled.merges) and sorted(map(str, rows(tiled.merges))) == sorted(map(str, rows(groups.merges)))
 
 
+@pytest.mark.parametrize("old_tiles", [0, 3])
+def test_the_router_sends_every_pair_the_sizes_allow_to_one_tile_pair(old_tiles):
+    import random
+
+    import pyarrow as pa
+
+    from neardup.spark._stages import _meet, _Router, _tiles_of
+
+    rng = random.Random(old_tiles)
+    t = 0.8
+    n = 300
+    sizes = [int(rng.lognormvariate(4, 1.5)) for _ in range(n)] + [50] * 40
+    hashes = [rng.getrandbits(64) - (1 << 63) for _ in sizes]
+    olds = [old_tiles > 0 and rng.random() < 0.4 for _ in sizes]
+    orders = [(z << 32) + (h & 0xFFFFFFFF) for z, h in zip(sizes, hashes)]
+
+    def cuts(side, count):
+        ranked = sorted(o for o, is_old in zip(orders, olds) if is_old == side)
+        return _tiles_of([ranked[len(ranked) * i // count] for i in range(1, count)])
+
+    new, old = cuts(False, 5), (cuts(True, old_tiles) if old_tiles else None)
+    tiles = new.count + (old.count if old else 0)
+    pairs = [(i, j) for i in range(new.count) for j in range(i, new.count) if _meet(new.lo[i], new.hi[i], new.lo[j], new.hi[j], t)]
+    if old:
+        pairs += [(i, new.count + j) for i in range(new.count) for j in range(old.count) if _meet(new.lo[i], new.hi[i], old.lo[j], old.hi[j], t)]
+    numbers = [a * tiles + b for a, b in pairs]
+    router = _Router(new, old, t, numbers, [x * 7 for x in numbers])
+    batch = pa.RecordBatch.from_pydict(
+        {"doc": list(range(len(sizes))), "size": sizes, "old": olds, "hash": hashes},
+        schema=pa.schema([("doc", pa.int64()), ("size", pa.int32()), ("old", pa.bool_()), ("hash", pa.int64())]),
+    )
+    routed = router.route(batch).to_pylist()
+    assert all(r["key"] == 7 * (r["ta"] * tiles + r["tb"]) for r in routed)
+    assert {(r["ta"], r["tb"]) for r in routed} <= set(pairs)
+    at = {}
+    for r in routed:
+        at.setdefault(r["doc"], {})[(r["ta"], r["tb"])] = r["side"]
+    for x in range(len(sizes)):
+        for y in range(x + 1, len(sizes)):
+            small, large = sorted((sizes[x], sizes[y]))
+            if olds[x] and olds[y] or small < t * large * (1 - 1e-9):
+                continue
+            # Exactly one tile pair holds both, on opposite sides (or both in one tile).
+            shared = [p for p in at[x] if p in at[y] and {at[x][p], at[y][p]} in ({-1}, {0, 1})]
+            assert len(shared) == 1, (x, y, sizes[x], sizes[y], at[x], at[y])
+    # A row goes to its own tile and to few others.
+    assert len(routed) < 2.5 * len(sizes)
+
+
 def test_auto_verification_tiles_where_blocks_are_narrow():
     assert Options().verify == "tiles"  # 64 bits, k = 16: blocks of 3-4 bits
     assert Options(max_distance=14).verify == "tiles"
@@ -416,25 +465,6 @@ def test_tile_counts_and_their_partitions(spark):
     assert tile_count(5, 50_000, 2) == 1
     assert tile_count(3_000, 50_000, 8) == 1
     assert tile_count(1_000_000, 50_000, 2) == 20
-    # A row's tile and reach are binary searches over the tiles' bounds, in the JVM.
-    import bisect
-    import random
-
-    from neardup.spark._stages import _below
-
-    rng = random.Random(7)
-    for count in (0, 1, 2, 5, 64):
-        bounds = sorted(rng.sample(range(-50, 5000), count))
-        values = [rng.randrange(-60, 5100) for _ in range(200)] + bounds
-        df = spark.createDataFrame([(v,) for v in values], "v long")
-        got = df.select(
-            "v",
-            _below(F.col("v"), bounds, strict=False).alias("at_most"),
-            _below(F.col("v"), bounds, strict=True).alias("below"),
-        ).collect()
-        for r in got:
-            assert r.at_most == bisect.bisect_right(bounds, r.v), (bounds, r)
-            assert r.below == bisect.bisect_left(bounds, r.v), (bounds, r)
     # Each tile pair's key goes to a partition of its own, as Spark hashes it.
     for n in (1, 6, 28, 210):
         keys = partition_keys(n)

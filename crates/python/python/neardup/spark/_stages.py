@@ -531,35 +531,95 @@ def _tiles_of(quantiles: Optional[List[int]]) -> _Tiles:
     return _Tiles(sorted(set(int(q) for q in quantiles or [])))
 
 
-def _below(value: "F.Column", sorted_bounds: List[int], strict: bool) -> "F.Column":
-    """How many of `sorted_bounds` are below `value` (or at most it, unless `strict`): a
-    binary search as nested CASE expressions, log2(n) comparisons a row."""
-
-    def search(lo: int, hi: int) -> "F.Column":
-        if lo == hi:
-            return F.lit(lo)
-        mid = (lo + hi) // 2
-        at = F.lit(sorted_bounds[mid])
-        below = at < value if strict else at <= value
-        return F.when(below, search(mid + 1, hi)).otherwise(search(lo, mid))
-
-    return search(0, len(sorted_bounds))
-
-
-def _reach(size: "F.Column", tiles: _Tiles, t: float, offset: int) -> Tuple["F.Column", "F.Column"]:
-    """The tiles (numbered from `offset`) holding a set length whose pair with `size` the
-    sizes allow: a range (first, last), empty where first > last. Tile lengths ascend, so
-    they are the tiles whose largest length is at least t * size and whose smallest is at
-    most size / t."""
-    first = _below(size * (t * (1 - _SLACK)), tiles.hi, strict=True)
-    last = _below(size / (t * (1 - _SLACK)), tiles.lo, strict=False) - 1
-    return first + offset, last + offset
-
-
 def _meet(a_lo: int, a_hi: int, b_lo: int, b_hi: int, t: float) -> bool:
     """Whether some set length in [a_lo, a_hi] and some in [b_lo, b_hi] allow `t`."""
     slack = t * (1 - _SLACK)
     return a_hi >= slack * b_lo and b_hi >= slack * a_lo
+
+
+#: A representative's place in the tile pairs (`_Router.route`): one row per tile pair.
+ROUTES = T.StructType(
+    [
+        T.StructField("doc", T.LongType()),
+        T.StructField("ta", T.IntegerType()),
+        T.StructField("tb", T.IntegerType()),
+        T.StructField("side", T.ByteType()),
+        T.StructField("key", T.LongType()),
+    ]
+)
+
+
+class _Router:
+    """Sends representatives to their tile pairs, a batch of narrow rows (`doc`, `size`,
+    `old`, `hash`: the document id's xxhash64) at a time, in the executors: a row's tile is
+    where its order (`_order`) falls among its side's bounds, and it goes to every tile
+    whose lengths its own can meet (a range of the new tiles; for a new row, of the old
+    ones too). Rows: `doc`, `ta`, `tb` (the pair, lower tile first), `side` (0 where the
+    row's tile is the lower, 1 the higher, -1 in a tile with itself) and `key` (the pair's
+    partition key: `keys[i]` for the pair numbered `numbers[i]`, ta * tiles + tb)."""
+
+    def __init__(self, new: _Tiles, old: Optional[_Tiles], t: float, numbers: List[int], keys: List[int]):
+        self.new, self.old, self.t = new, old, t
+        self.n = new.count
+        self.total = new.count + (old.count if old else 0)
+        order = sorted(range(len(numbers)), key=lambda i: numbers[i])
+        self.numbers = [numbers[i] for i in order]
+        self.keys = [keys[i] for i in order]
+
+    def route(self, batch):
+        import numpy as np
+        import pyarrow as pa
+
+        def arr(values):
+            return np.asarray(values, dtype=np.int64)
+
+        size = batch.column("size").to_numpy(zero_copy_only=False).astype(np.int64)
+        old = batch.column("old").to_numpy(zero_copy_only=False).astype(bool)
+        doc = batch.column("doc").to_numpy(zero_copy_only=False)
+        order = (size << 32) + (batch.column("hash").to_numpy(zero_copy_only=False) & 0xFFFFFFFF)
+        low = size * (self.t * (1 - _SLACK))
+        high = size / (self.t * (1 - _SLACK))
+
+        def reach(tiles: _Tiles, offset: int):
+            # Tile lengths ascend: the tiles whose largest length is at least t * size and
+            # whose smallest is at most size / t.
+            first = np.searchsorted(arr(tiles.hi), low, side="left")
+            last = np.searchsorted(arr(tiles.lo), high, side="right") - 1
+            return first + offset, last + offset
+
+        tile = np.searchsorted(arr(self.new.bounds), order, side="right")
+        first, last = reach(self.new, 0)
+        spans = [(first, last)]
+        if self.old is not None:
+            tile = np.where(old, self.n + np.searchsorted(arr(self.old.bounds), order, side="right"), tile)
+            old_first, old_last = reach(self.old, self.n)
+            # Old rows meet new tiles only.
+            spans.append((old_first, np.where(old, old_first - 1, old_last)))
+        names = ["doc", "ta", "tb", "side", "key"]
+        types = [pa.int64(), pa.int32(), pa.int32(), pa.int8(), pa.int64()]
+        if len(doc) == 0:
+            return pa.RecordBatch.from_pylist([], schema=pa.schema(list(zip(names, types))))
+        rows, others = [], []
+        for first, last in spans:
+            count = np.maximum(last - first + 1, 0)
+            at = np.repeat(np.arange(len(doc)), count)
+            starts = np.repeat(first - np.concatenate(([0], np.cumsum(count)[:-1])), count)
+            rows.append(at)
+            others.append(np.arange(len(at)) + starts)
+        at = np.concatenate(rows)
+        other = np.concatenate(others)
+        own = tile[at]
+        ta, tb = np.minimum(own, other), np.maximum(own, other)
+        side = np.where(own < other, 0, np.where(own > other, 1, -1)).astype(np.int8)
+        number = ta.astype(np.int64) * self.total + tb
+        # Every pair a row reaches is one of the tile pairs (the tiles' lengths meet where a
+        # row's do); a key is a function of the pair's number either way.
+        at_pair = np.minimum(np.searchsorted(arr(self.numbers), number), len(self.numbers) - 1)
+        key = arr(self.keys)[at_pair]
+        columns = [doc[at], ta, tb, side, key]
+        return pa.RecordBatch.from_arrays(
+            [pa.array(c, type=ty) for c, ty in zip(columns, types)], names=names
+        )
 
 
 def _tile_pairs(reps: DataFrame, sets: DataFrame, opts: Options, counted: Any) -> Tuple[DataFrame, Dict[str, Any]]:
@@ -607,41 +667,32 @@ def _tile_pairs(reps: DataFrame, sets: DataFrame, opts: Options, counted: Any) -
     ]
     total = n + o
     bits, k = opts.bits, opts.max_distance
-    # A representative's set: the representatives are few beside the records' sets, so
-    # the planner broadcasts them (it knows their cached size) and reads the sets in place.
-    wide = reps.select("doc", "size", F.col("old").alias("_old")).join(sets, "doc")
+    # Each tile pair in a partition of its own where there are few enough of them; else
+    # the pair's number, and many tasks even out by themselves.
+    numbers = [a * total + b for a, b in pairs]
+    keys = partition_keys(len(pairs)) if len(pairs) <= PLACED_PAIRS else numbers
+    router = _Router(new, old if o else None, t, numbers, keys)
+
+    def route(batches):
+        for batch in batches:
+            yield router.route(batch)
+
+    # Each representative's tile pairs, worked out over narrow rows in the executors
+    # (binary searches over the tiles' bounds), then joined to its set: the
+    # representatives are few beside the records' sets, so the planner broadcasts them
+    # (it knows their cached size) and reads the sets in place.
+    narrow = reps.select("doc", "size", "old", F.xxhash64("doc").alias("hash"))
     if not o:
         # No new record to meet them (or no previous run).
-        wide = wide.filter(~F.col("_old"))
-    size, is_old = F.col("size"), F.col("_old")
-    new_first, new_last = _reach(size, new, t, 0)
-    old_first, old_last = _reach(size, old, t, n)
-    tile = F.when(is_old, _below(_order(), old.bounds, strict=False) + n).otherwise(
-        _below(_order(), new.bounds, strict=False)
-    )
-    # An old row meets the new tiles its size reaches; a new row those and the old ones.
-    empty = F.array().cast("array<int>")
-    reached = F.when(new_first <= new_last, F.sequence(new_first, new_last)).otherwise(empty)
-    if o:
-        reached_old = F.when(old_first <= old_last, F.sequence(old_first, old_last)).otherwise(empty)
-        reached = F.when(is_old, reached).otherwise(F.concat(reached, reached_old))
-    # Each tile pair in a partition of its own where there are few enough of them.
-    placed = {a * total + b: i for i, (a, b) in enumerate(pairs)}
-    number = F.col("ta") * total + F.col("tb")
-    if len(pairs) <= PLACED_PAIRS:
-        keys = partition_keys(len(pairs))
-        mapping = F.create_map(*[F.lit(x) for pair, i in placed.items() for x in (pair, keys[i])])
-        key = mapping[number]
-    else:
-        # Many tasks even out by themselves; a list of keys that long is not worth its size.
-        key = number
-    rows = _in_tile_pairs(wide, tile.cast("int"), reached).select(
+        narrow = narrow.filter(~F.col("old"))
+    routes = narrow.mapInArrow(executor(route), ROUTES)
+    rows = routes.join(sets, "doc").select(
         F.lit(0).alias("block"),
         F.lit(0).cast("long").alias("value"),
         "ta",
         "tb",
         "side",
-        key.alias("key"),
+        "key",
         *sets.columns,
     )
 
