@@ -422,8 +422,8 @@ def test_the_router_sends_every_pair_the_sizes_allow_to_one_tile_pair(old_tiles)
     numbers = [a * tiles + b for a, b in pairs]
     router = _Router(new, old, t, numbers, [x * 7 for x in numbers])
     batch = pa.RecordBatch.from_pydict(
-        {"doc": list(range(len(sizes))), "size": sizes, "old": olds, "hash": hashes},
-        schema=pa.schema([("doc", pa.int64()), ("size", pa.int32()), ("old", pa.bool_()), ("hash", pa.int64())]),
+        {"doc": list(range(len(sizes))), "size": sizes, "old": olds, "order": orders},
+        schema=pa.schema([("doc", pa.int64()), ("size", pa.int32()), ("old", pa.bool_()), ("order", pa.int64())]),
     )
     routed = router.route(batch).to_pylist()
     assert all(r["key"] == 7 * (r["ta"] * tiles + r["tb"]) for r in routed)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from pyspark.sql import DataFrame, Window
@@ -377,17 +378,8 @@ def near_pairs(
         groups searched at once by `run(table)` in Rust (no sort of wide rows by group),
         its candidates counted where `count`."""
 
-        def each(batches):
-            import pyarrow as pa
-
-            batches = [b for b in batches if b.num_rows]
-            if batches:
-                out = run(pa.Table.from_batches(batches))
-                if count:
-                    counted.add(int(out.schema.metadata[b"candidates"]))
-                yield out
-
-        return _tiled(rows, tiles).repartition("block", "value", "ta", "tb").mapInArrow(executor(each), schema)
+        grouped = _tiled(rows, tiles).repartition("block", "value", "ta", "tb")
+        return _searched(grouped, schema, run, counted if count else None)
 
     if opts.verify == "groups":
         t = opts.min_jaccard
@@ -518,11 +510,11 @@ class _Tiles:
     def count(self) -> int:
         return len(self.bounds) + 1
 
-    @property
+    @cached_property
     def lo(self) -> List[int]:
         return [0] + [b >> 32 for b in self.bounds]
 
-    @property
+    @cached_property
     def hi(self) -> List[int]:
         return [(b - 1) >> 32 for b in self.bounds] + [_UNBOUNDED]
 
@@ -551,8 +543,8 @@ ROUTES = T.StructType(
 
 class _Router:
     """Sends representatives to their tile pairs, a batch of narrow rows (`doc`, `size`,
-    `old`, `hash`: the document id's xxhash64) at a time, in the executors: a row's tile is
-    where its order (`_order`) falls among its side's bounds, and it goes to every tile
+    `old`, `order`: `_order`) at a time, in the executors: a row's tile is where its order
+    falls among its side's bounds, and it goes to every tile
     whose lengths its own can meet (a range of the new tiles; for a new row, of the old
     ones too). Rows: `doc`, `ta`, `tb` (the pair, lower tile first), `side` (0 where the
     row's tile is the lower, 1 the higher, -1 in a tile with itself) and `key` (the pair's
@@ -576,7 +568,7 @@ class _Router:
         size = batch.column("size").to_numpy(zero_copy_only=False).astype(np.int64)
         old = batch.column("old").to_numpy(zero_copy_only=False).astype(bool)
         doc = batch.column("doc").to_numpy(zero_copy_only=False)
-        order = (size << 32) + (batch.column("hash").to_numpy(zero_copy_only=False) & 0xFFFFFFFF)
+        order = batch.column("order").to_numpy(zero_copy_only=False)
         low = size * (self.t * (1 - _SLACK))
         high = size / (self.t * (1 - _SLACK))
 
@@ -656,22 +648,22 @@ def _tile_pairs(reps: DataFrame, sets: DataFrame, opts: Options, counted: Any) -
             cuts.append(F.percentile_approx(on_side, share, max(10_000, 100 * count)).alias(str(is_old)))
     quantiles = reps.agg(*cuts).first().asDict() if cuts else {}
     new = _tiles_of(quantiles.get("False"))
-    old = _tiles_of(quantiles.get("True")) if old_count else _Tiles([])
-    n, o = new.count, (old.count if old_count else 0)
+    old = _tiles_of(quantiles.get("True")) if old_count else None
+    n, o = new.count, (old.count if old else 0)
     # Tiles 0 .. n - 1 hold new records, n .. n + o - 1 old ones. The pairs: new tiles that
     # can meet (and each with itself), then each new tile with each old one it can meet.
     pairs = [
         (i, j) for i in range(n) for j in range(i, n) if _meet(new.lo[i], new.hi[i], new.lo[j], new.hi[j], t)
-    ] + [
-        (i, n + j) for i in range(n) for j in range(o) if _meet(new.lo[i], new.hi[i], old.lo[j], old.hi[j], t)
     ]
+    if old:
+        pairs += [(i, n + j) for i in range(n) for j in range(o) if _meet(new.lo[i], new.hi[i], old.lo[j], old.hi[j], t)]
     total = n + o
     bits, k = opts.bits, opts.max_distance
     # Each tile pair in a partition of its own where there are few enough of them; else
     # the pair's number, and many tasks even out by themselves.
     numbers = [a * total + b for a, b in pairs]
     keys = partition_keys(len(pairs)) if len(pairs) <= PLACED_PAIRS else numbers
-    router = _Router(new, old if o else None, t, numbers, keys)
+    router = _Router(new, old, t, numbers, keys)
 
     def route(batches):
         for batch in batches:
@@ -681,8 +673,8 @@ def _tile_pairs(reps: DataFrame, sets: DataFrame, opts: Options, counted: Any) -
     # (binary searches over the tiles' bounds), then joined to its set: the
     # representatives are few beside the records' sets, so the planner broadcasts them
     # (it knows their cached size) and reads the sets in place.
-    narrow = reps.select("doc", "size", "old", F.xxhash64("doc").alias("hash"))
-    if not o:
+    narrow = reps.select("doc", "size", "old", _order().alias("order"))
+    if not old:
         # No new record to meet them (or no previous run).
         narrow = narrow.filter(~F.col("old"))
     routes = narrow.mapInArrow(executor(route), ROUTES)
@@ -696,18 +688,12 @@ def _tile_pairs(reps: DataFrame, sets: DataFrame, opts: Options, counted: Any) -
         *sets.columns,
     )
 
-    def each(batches):
-        import pyarrow as pa
-
+    def verified(table):
         import neardup
 
-        batches = [b for b in batches if b.num_rows]
-        if batches:
-            out = neardup.block_pairs(pa.Table.from_batches(batches), bits=bits, k=k, min_jaccard=t, whole=True)
-            counted.add(int(out.schema.metadata[b"candidates"]))
-            yield out
+        return neardup.block_pairs(table, bits=bits, k=k, min_jaccard=t, whole=True)
 
-    found = rows.repartition(max(len(pairs), 1), "key").mapInArrow(executor(each), VERIFIED)
+    found = _searched(rows.repartition(max(len(pairs), 1), "key"), VERIFIED, verified, counted)
     skew = {
         "search": "tiles",
         "tiles": total,
@@ -724,6 +710,24 @@ def _tile_pairs(reps: DataFrame, sets: DataFrame, opts: Options, counted: Any) -
 
 #: Up to this many tile pairs, each is sent to a partition of its own (`partition_keys`).
 PLACED_PAIRS = 4096
+
+
+def _searched(rows: DataFrame, schema: T.StructType, run, counted: Any = None) -> DataFrame:
+    """Each partition of `rows` (block rows, shuffled into their groups or tile pairs)
+    searched at once by `run(table)` in Rust (no sort of wide rows by group), its
+    candidates added to the accumulator `counted` where given."""
+
+    def each(batches):
+        import pyarrow as pa
+
+        batches = [b for b in batches if b.num_rows]
+        if batches:
+            out = run(pa.Table.from_batches(batches))
+            if counted is not None:
+                counted.add(int(out.schema.metadata[b"candidates"]))
+            yield out
+
+    return rows.mapInArrow(executor(each), schema)
 
 
 #: What `neardup.block_participants` returns: the records a group's verification needs.
@@ -747,17 +751,9 @@ def _tiled(blocks: DataFrame, tiles: Optional[DataFrame]) -> DataFrame:
     tiles_col = F.coalesce(F.col("tiles"), F.lit(1))
     columns = [c for c in blocks.columns if c not in ("block", "value", "tiles")]
     tile = F.pmod(F.xxhash64("doc"), tiles_col).cast("int")
-    paired = _in_tile_pairs(blocks, tile, F.sequence(F.lit(0), tiles_col - 1))
-    return paired.select("block", "value", "ta", "tb", "side", *columns)
-
-
-def _in_tile_pairs(rows: DataFrame, tile: "F.Column", others: "F.Column") -> DataFrame:
-    """`rows`, each once for every tile in `others` (an array) with its own `tile`: `ta`
-    and `tb` the pair (the lower tile first), `side` 0 where the row's tile is the lower,
-    1 where the higher, -1 in a tile with itself."""
     return (
-        rows.withColumn("tile", tile)
-        .withColumn("other", F.explode(others))
+        blocks.withColumn("tile", tile)
+        .withColumn("other", F.explode(F.sequence(F.lit(0), tiles_col - 1)))
         .withColumn("ta", F.least("tile", "other"))
         .withColumn("tb", F.greatest("tile", "other"))
         .withColumn(
@@ -767,6 +763,7 @@ def _in_tile_pairs(rows: DataFrame, tile: "F.Column", others: "F.Column") -> Dat
             .otherwise(-1)
             .cast("byte"),
         )
+        .select("block", "value", "ta", "tb", "side", *columns)
     )
 
 
