@@ -171,19 +171,11 @@ def main() -> None:
     cli_same = median([run_cli(args.neardup, corpus, out / "cli-same", ["--chain-floor", "0", "--max-candidates", "1000000"]) for _ in range(3)])
     cli_default = median([run_cli(args.neardup, corpus, out / "cli-default", []) for _ in range(3)])
 
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
+    # The session the command line (`python -m neardup.spark`) runs the job in.
+    from neardup.spark import session
 
     started = time.monotonic()
-    spark = (
-        SparkSession.builder.master(f"local[{args.cores}]")
-        .appName("neardup bench")
-        .config("spark.sql.shuffle.partitions", str(4 * args.cores))
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.memory", "6g")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = session(f"local[{args.cores}]", app_name="neardup bench")
     jvm_s = time.monotonic() - started
     # One small run first, so that the timed one does not pay for the Python workers' start.
     spark_run(spark, corpus, out / "warm", write=False, max_distance=3)

@@ -670,6 +670,26 @@ def test_bad_arguments_exit_3_without_spark(tmp_path):
     assert done.returncode == 3 and "boilerplate_min_count" in done.stderr
 
 
+def test_session_settings_yield_to_the_ones_given():
+    from pyspark import SparkConf
+
+    from neardup.spark._session import CLIENT_JIT, local_settings
+
+    local = local_settings("local[3]", SparkConf(loadDefaults=False))
+    assert local["spark.sql.shuffle.partitions"] == "12"
+    assert local["spark.driver.extraJavaOptions"] == CLIENT_JIT
+    assert int(local["spark.driver.memory"].rstrip("m")) >= 1024
+    assert local["spark.sql.execution.arrow.maxRecordsPerBatch"] == "2048"
+    # spark-submit's --conf and spark-defaults.conf win; a named partition count wins over them.
+    given = SparkConf(loadDefaults=False).set("spark.driver.extraJavaOptions", "-Xss4m").set("spark.sql.shuffle.partitions", "7")
+    mine = local_settings("local[2]", given)
+    assert "spark.driver.extraJavaOptions" not in mine and "spark.sql.shuffle.partitions" not in mine
+    assert local_settings("local[2]", given, shuffle_partitions=5)["spark.sql.shuffle.partitions"] == "5"
+    # A cluster's driver and executors are not this machine's: only the batch size is set.
+    cluster = local_settings("yarn", SparkConf(loadDefaults=False))
+    assert set(cluster) == {"spark.ui.showConsoleProgress", "spark.sql.execution.arrow.maxRecordsPerBatch"}
+
+
 def test_spark_submit_runs_the_job_like_the_cli(real_corpus, tmp_path):
     records, _ = real_corpus
     sample = records[::20][:400] + [{"id": "broken", "text": None}]

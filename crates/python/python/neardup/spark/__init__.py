@@ -11,6 +11,10 @@ or from a shell, on a local master or any master `spark-submit` gives:
     spark-submit --master 'local[2]' "$(python -m neardup.spark script)" \
         dedup --input crawl.jsonl --output out/
 
+`session()` starts the session the command line runs in: a local master by default, with
+a few shuffle partitions per core, half the machine's memory and the JVM's client compiler
+(settings spark-submit or spark-defaults.conf give win).
+
 Each stage runs in the executors on the Rust core through Arrow batches (`mapInArrow`,
 `applyInArrow`), never row by row in Python:
 
@@ -51,5 +55,6 @@ them.
 
 from ._job import AccountingError, Result, dedup, neardup_time
 from ._options import DEFAULT_TEXT_FIELDS, Options
+from ._session import session
 
-__all__ = ["AccountingError", "DEFAULT_TEXT_FIELDS", "Options", "Result", "dedup", "neardup_time"]
+__all__ = ["AccountingError", "DEFAULT_TEXT_FIELDS", "Options", "Result", "dedup", "neardup_time", "session"]

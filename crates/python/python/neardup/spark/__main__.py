@@ -117,12 +117,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(os.path.abspath(__file__))
         return EXIT_DONE
     # Imported here, so that `--help` answers without starting a JVM.
-    from pyspark import SparkConf
-    from pyspark.sql import SparkSession
-
     import neardup
 
     from neardup.spark import AccountingError, Options, dedup
+    from neardup.spark._session import session
 
     try:
         options = Options(
@@ -156,27 +154,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if missing:
         print(f"error: no such input: {missing[0]}", file=sys.stderr)
         return EXIT_ERROR
-    # Local executors run this interpreter (the one with neardup installed), unless told.
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    builder = SparkSession.builder.appName("neardup dedup").config("spark.ui.showConsoleProgress", "false")
-    conf = SparkConf()
-    master = args.master or conf.get("spark.master", "local[*]")
-    builder = builder.master(master)
-    if args.shuffle_partitions:
-        builder = builder.config("spark.sql.shuffle.partitions", str(args.shuffle_partitions))
-    elif not conf.contains("spark.sql.shuffle.partitions") and master.startswith("local"):
-        # A local master: a few partitions per core, not Spark's 200 (each is a task).
-        builder = builder.config("spark.sql.shuffle.partitions", str(4 * _local_cores(master)))
-    if master.startswith("local") and not conf.contains("spark.driver.memory"):
-        # A local master runs the executors in the driver's JVM: Spark's 1 GiB default runs
-        # out on a few hundred MB of text. Half the machine, at most 32 GiB.
-        builder = builder.config("spark.driver.memory", f"{_half_memory_mib()}m")
-    if not conf.contains("spark.sql.execution.arrow.maxRecordsPerBatch"):
-        # Records of up to a few hundred KB: Arrow batches of 10,000 of them (the default)
-        # are hundreds of MB each on both sides of the JVM.
-        builder = builder.config("spark.sql.execution.arrow.maxRecordsPerBatch", "2048")
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = session(args.master, args.shuffle_partitions)
     fmt = _input_format(args.input, args.format)
     try:
         if fmt == "jsonl":
@@ -201,20 +179,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not args.quiet:
         print(json.dumps({k: report[k] for k in ("input_records", "kept", "merged", "rejected", "clusters")}), file=sys.stderr)
     return EXIT_REJECTS if report["rejected"] else EXIT_DONE
-
-
-def _half_memory_mib() -> int:
-    try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return 2048
-    return max(1024, min(total // 2, 32 << 30) >> 20)
-
-
-def _local_cores(master: str) -> int:
-    """The cores of a local master: local, local[N], local[*], local[N,F]."""
-    inside = master[len("local["):-1].split(",")[0] if master.startswith("local[") else "1"
-    return os.cpu_count() or 2 if inside == "*" else max(1, int(inside) if inside.isdigit() else 1)
 
 
 def _state(previous: Optional[str]) -> Optional[str]:
