@@ -530,7 +530,7 @@ def test_bad_records_are_rejected_with_reasons(spark, tmp_path):
         json.dumps({"text": good + " no id"}),
         json.dumps({"id": "bad-url", "url": 7, "text": good}),
         json.dumps({"id": "bad-time", "first_seen": "yesterday", "text": good}),
-        "{not json",
+        "{not json " + "é" * 600,
         json.dumps(["an", "array"]),
         json.dumps({"id": "ok1", "text": good + " again, with other words"}),
     ]
@@ -548,6 +548,31 @@ def test_bad_records_are_rejected_with_reasons(spark, tmp_path):
     assert "duplicate id" in reasons["ok1"]
     anonymous = [x for x in rows(result.rejects) if not x["id"]]
     assert len(anonymous) == 3 and all(x["reason"] and x["input"] for x in anonymous)
+    # Each rejected line's first 500 characters: from the analysis, or read again for a
+    # repeated id.
+    inputs = {x["input"] for x in rows(result.rejects)}
+    assert lines[6][:500] in inputs and lines[1] in inputs and lines[-1] in inputs
+    assert max(len(i) for i in inputs) == 500
+
+
+def test_an_input_that_changes_between_reads_stops_the_job(spark):
+    """The kept records' own columns are read again from the input; a DataFrame that
+    gives other rows the second time (a nondeterministic UDF here) is named, not written."""
+    import random
+
+    from pyspark.sql import functions as F
+
+    from neardup.spark._job import CHANGED
+
+    shuffled = F.udf(lambda t: t + (" again" if random.random() < 0.5 else ""), "string").asNondeterministic()
+    df = spark.createDataFrame(
+        [(f"r{i}", f"record {i} has words of its own: {' '.join(str(i * j) for j in range(12))}") for i in range(40)],
+        "id string, text string",
+    ).withColumn("text", shuffled("text"))
+    result = dedup(df)
+    with pytest.raises(Exception, match="the input changed between the job's two reads"):
+        result.kept.collect()
+    assert CHANGED.startswith("the input changed between the job's two reads")
 
 
 def test_bad_rows_of_a_dataframe_are_rejected(spark):

@@ -269,7 +269,8 @@ def dedup(
                 union.update(_hashes(shingles))
             furniture = spark.sparkContext.broadcast(_bytes(union))
         lap("boilerplate")
-        analysed = persist(_stages.analyze(df, opts, json, now_ms, furniture))
+        source = _stages.located(df, opts, json)
+        analysed = persist(_stages.analyze(source, opts, json, now_ms, furniture))
         # One pass builds the cache and counts the records, the usable ones and their
         # distinct document ids: ids repeat only where the last two differ.
         usable = F.col("_nd_reason").isNull()
@@ -281,7 +282,9 @@ def dedup(
         input_records = int(seen["records"])
         lap("analysis")
 
-        records, rejects = _stages.unique_ids(analysed, persist, repeated=seen["usable"] != seen["docs"])
+        records, rejects, repeats = _stages.unique_ids(analysed, persist, repeated=seen["usable"] != seen["docs"])
+        if repeats is not None:
+            rejects = rejects.unionByName(_stages.with_input(repeats, source, json))
         new = records.select(*[F.col("_nd_" + c).alias(c) for c in _stages.RECORD]).withColumn(
             "old", F.lit(False)
         )
@@ -300,7 +303,7 @@ def dedup(
                     F.concat(F.lit("duplicate id with different text: "), F.to_json(F.array("_nd_id")), F.lit(" is already stored with another text (ids must be unique; the stored record is kept as it is)"))
                 ),
             ).drop("content", "prev_content")
-            rejects = rejects.unionByName(again)
+            rejects = rejects.unionByName(_stages.with_input(again, source, json))
             new = new.join(state.select("doc"), "doc", "left_anti")
             old = state.select(*_stages.RECORD).withColumn("old", F.lit(True))
             everything = persist(new.unionByName(old))
@@ -331,7 +334,7 @@ def dedup(
         placed = _placed(everything, roots, state, persist)
         lap("components")
 
-        result = _outputs(opts, json, now_ms, records, rejects, placed, everything, edges, roots)
+        result = _outputs(opts, json, now_ms, source, records, rejects, placed, everything, edges, roots)
         # One row per cluster: its survivor is kept where new; its other new members are
         # merged; its old members that survived the previous run, but for the survivor, are
         # displaced.
@@ -428,7 +431,7 @@ def _placed(everything: DataFrame, roots: DataFrame, state: Optional[DataFrame],
     return _Placed(components=comp, members=members)
 
 
-def _outputs(opts, json, now_ms, records, rejects, placed, everything, edges, roots) -> Result:
+def _outputs(opts, json, now_ms, source, records, rejects, placed, everything, edges, roots) -> Result:
     comp = placed.components
     urls = F.filter(F.transform("m", lambda x: x["url"]), lambda u: u.isNotNull())
     survivors = comp.filter(~F.col("s.old")).select(
@@ -438,8 +441,14 @@ def _outputs(opts, json, now_ms, records, rejects, placed, everything, edges, ro
         F.col("size").alias("_nd_size"),
         _hex(F.col("s.fp"), F.col("s.fp_hi"), opts.bits).alias("_nd_hex"),
     )
-    kept_rows = records.join(survivors, "_nd_doc")
-    input_cols = [c for c in records.columns if not c.startswith("_nd_")]
+    # The kept records' own columns, read again from the input by their rows' positions
+    # (a few narrow columns found them): the text never rides through the persisted
+    # stages. A row whose columns hash otherwise than on the first read stops the job.
+    found = records.select("_nd_doc", _stages.ROW, F.col(_stages.CHECK).alias("_nd_was"), "_nd_language")
+    kept_rows = source.join(found.join(survivors, "_nd_doc"), _stages.ROW).filter(
+        F.assert_true(F.col(_stages.CHECK) == F.col("_nd_was"), F.lit(CHANGED)).isNull()
+    )
+    input_cols = [c for c in source.columns if not c.startswith("_nd_")]
     if json is not None:
         kept = _annotated(kept_rows, json)
     else:
@@ -500,7 +509,7 @@ def _outputs(opts, json, now_ms, records, rejects, placed, everything, edges, ro
 
     reject_cols = [F.col("_nd_id").alias("id"), F.col("_nd_reason").alias("reason")]
     if json is not None:
-        reject_cols.append(F.substring(F.col(json), 1, 500).alias("input"))
+        reject_cols.append(F.col("_nd_input").alias("input"))
     rejected = rejects.select(*reject_cols)
 
     names = members.select("doc", "id")
@@ -529,6 +538,14 @@ def _outputs(opts, json, now_ms, records, rejects, placed, everything, edges, ro
         report={},
         json=json,
     )
+
+
+#: The kept output's error where a row of the input is not what the analysis read.
+CHANGED = (
+    "the input changed between the job's two reads of it (the analysis, then the kept "
+    "records' own columns): persist or checkpoint a DataFrame that is not deterministic "
+    "before passing it to dedup"
+)
 
 
 def neardup_time(ms: int) -> str:

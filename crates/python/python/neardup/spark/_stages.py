@@ -36,22 +36,52 @@ ANALYSIS_FIELDS = [
 RECORD = ["doc", "id", "url", "first_seen", "fp", "fp_hi", "content", "set", "language"]
 
 
+#: Each input row's locator, the same on every read of a deterministic input: its position
+#: (partition and offset, as `monotonically_increasing_id` numbers rows) and a hash of the
+#: columns the analysis reads. Never an identity of the record (that is its document id):
+#: only what finds the row again for the kept output.
+ROW, CHECK = "_nd_row", "_nd_check"
+
+#: The rejected JSON lines' first characters, for the rejects' `input`.
+INPUT_CHARS = 500
+
+
+def located(df: DataFrame, opts: Options, json_column: Optional[str]) -> DataFrame:
+    """`df` with each row's `ROW` and `CHECK` (see there). The analysis reads `df` once
+    through this; the kept records' own columns are read again through it and joined by
+    `ROW`, so the records' text never rides through the job's persisted stages."""
+    read = [json_column] if json_column is not None else analysed_columns(df, opts)
+    return df.withColumn(ROW, F.monotonically_increasing_id()).withColumn(CHECK, F.xxhash64(*read))
+
+
+def analysed_columns(df: DataFrame, opts: Options) -> List[str]:
+    """The columns of `df` the analysis reads: the id, the text fields, the URL and the
+    first-seen time (those present)."""
+    text = text_columns(df, opts, None)
+    present = set(df.columns)
+    return [opts.id] + text + [c for c in (opts.url, opts.first_seen) if c in present and c not in text]
+
+
 def analyze(
-    df: DataFrame, opts: Options, json_column: Optional[str], now_ms: int, boilerplate: Any = None
+    source: DataFrame, opts: Options, json_column: Optional[str], now_ms: int, boilerplate: Any = None
 ) -> DataFrame:
-    """Stage 1: each record normalised, shingled and fingerprinted in the executors
-    (`mapInArrow`), beside its own columns. A record that cannot be used gets `_nd_reason`.
-    `boilerplate`: a broadcast of the shingle hashes every record leaves out (bytes, as
-    `learn_boilerplate` unions them), or None."""
-    schema = T.StructType(
-        list(df.schema.fields)
-        + [T.StructField("_nd_" + name, t, True) for name, t in ANALYSIS_FIELDS]
-    )
+    """Stage 1: each record of `source` (`located`) normalised, shingled and fingerprinted
+    in the executors (`mapInArrow`), with its `ROW` and `CHECK`; only the columns the
+    analysis reads go to the executors' Python, and none of them come back but a rejected
+    JSON line's first `INPUT_CHARS` characters (`_nd_input`, with `json_column`). A record
+    that cannot be used gets `_nd_reason`. `boilerplate`: a broadcast of the shingle hashes
+    every record leaves out (bytes, as `learn_boilerplate` unions them), or None."""
+    read = [json_column] if json_column is not None else analysed_columns(source, opts)
+    fields = [T.StructField(ROW, T.LongType(), False), T.StructField(CHECK, T.LongType(), False)]
+    fields += [T.StructField("_nd_" + name, t, True) for name, t in ANALYSIS_FIELDS]
+    if json_column is not None:
+        fields.append(T.StructField("_nd_input", T.StringType(), True))
     kwargs = opts.analysis_kwargs()
-    kwargs["text"] = text_columns(df, opts, json_column)
+    kwargs["text"] = text_columns(source, opts, json_column)
 
     def run(batches):
         import pyarrow as pa
+        import pyarrow.compute as pc
 
         import neardup
 
@@ -60,12 +90,15 @@ def analyze(
             out = neardup.analyze_batch(
                 batch, json=json_column, now_ms=now_ms, boilerplate=furniture, threads=1, **kwargs
             )
-            yield pa.RecordBatch.from_arrays(
-                list(batch.columns) + list(out.columns),
-                names=list(batch.schema.names) + ["_nd_" + n for n in out.schema.names],
-            )
+            columns = [batch.column(ROW), batch.column(CHECK)] + list(out.columns)
+            if json_column is not None:
+                rejected = out.column("reason").is_valid()
+                line = batch.column(json_column)
+                columns.append(pc.if_else(rejected, pc.utf8_slice_codeunits(line, 0, INPUT_CHARS), pa.nulls(len(line), pa.string())))
+            yield pa.RecordBatch.from_arrays(columns, names=names)
 
-    return df.mapInArrow(executor(run), schema)
+    names = [f.name for f in fields]
+    return source.select(*read, ROW, CHECK).mapInArrow(executor(run), T.StructType(fields))
 
 
 def text_columns(df: DataFrame, opts: Options, json_column: Optional[str]) -> List[str]:
@@ -163,8 +196,9 @@ def _check_types(df: DataFrame, strings: List[str], time: str) -> None:
 
 def unique_ids(
     analysed: DataFrame, persist: Callable[[DataFrame], DataFrame], repeated: bool
-) -> Tuple[DataFrame, DataFrame]:
-    """One record per id: (records, rejects). Of several records with one id, the earliest
+) -> Tuple[DataFrame, DataFrame, Optional[DataFrame]]:
+    """One record per id: (records, the analysis's rejects, the rejected repeats or None
+    where no id repeats). Of several records with one id, the earliest
     first seen (then the smallest content hash) is kept; the others are rejected, with the
     CLI's words where the texts differ. Two ids whose 64-bit document ids collide are
     rejected the same way (about one pair in 2^64, a 3% chance over 10^9 records).
@@ -177,7 +211,7 @@ def unique_ids(
     ok = analysed.filter(F.col("_nd_reason").isNull())
     bad = analysed.filter(F.col("_nd_reason").isNotNull())
     if not repeated:
-        return ok, bad
+        return ok, bad, None
     twice = ok.groupBy("_nd_doc").count().filter(F.col("count") > 1).select("_nd_doc")
     flagged = ok.join(twice.withColumn("_nd_repeated", F.lit(True)), "_nd_doc", "left")
     single = flagged.filter(F.col("_nd_repeated").isNull()).drop("_nd_repeated")
@@ -212,7 +246,17 @@ def unique_ids(
         )
     )
     dupes = ranked.filter(F.col("_nd_rank") > 1).withColumn("_nd_reason", reason)
-    return records, bad.unionByName(dupes.drop(*helpers))
+    return records, bad, dupes.drop(*helpers)
+
+
+def with_input(rejects: DataFrame, source: DataFrame, json_column: Optional[str]) -> DataFrame:
+    """Records rejected after the analysis (repeated ids, ids a previous run stored) with
+    their JSON line's first `INPUT_CHARS` characters as `_nd_input`, read again from
+    `source` (`located`) by `ROW`; without `json_column`, as they are."""
+    if json_column is None:
+        return rejects
+    lines = source.select(ROW, F.substring(F.col(json_column), 1, INPUT_CHARS).alias("_nd_input"))
+    return rejects.drop("_nd_input").join(lines, ROW, "left")
 
 
 def exact_tier(records: DataFrame) -> Tuple[DataFrame, DataFrame]:
