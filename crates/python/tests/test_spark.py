@@ -555,6 +555,35 @@ def test_bad_records_are_rejected_with_reasons(spark, tmp_path):
     assert max(len(i) for i in inputs) == 500
 
 
+def test_kept_lines_joined_without_a_broadcast_are_the_same(spark, real_corpus, tmp_path, monkeypatch):
+    """Past `BROADCAST_KEPT` kept records, the input read again is joined to them by a
+    shuffle: the same lines."""
+    from neardup.spark import _job
+
+    records, _ = real_corpus
+    path = write_jsonl(tmp_path / "in.jsonl", records[:600])
+
+    def kept():
+        with dedup(spark.read.text(str(path)), json="value") as result:
+            lines = sorted(r["value"] for r in result.kept.collect())
+            assert len(lines) == result.report["kept"]
+            return lines
+
+    broadcast = kept()
+    monkeypatch.setattr(_job, "BROADCAST_KEPT", 0)
+    # Nor may the planner broadcast on its own estimate of 600 records.
+    threshold = spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    try:
+        with dedup(spark.read.text(str(path)), json="value") as result:
+            plan = result.kept._jdf.queryExecution().executedPlan().toString()
+            joins = [line.strip() for line in plan.splitlines() if "Join [_nd_row" in line]
+            assert joins and all(j.startswith("+- SortMergeJoin") for j in joins), joins
+        assert kept() == broadcast
+    finally:
+        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", threshold)
+
+
 def test_an_input_that_changes_between_reads_stops_the_job(spark):
     """The kept records' own columns are read again from the input; a DataFrame that
     gives other rows the second time (a nondeterministic UDF here) is named, not written."""

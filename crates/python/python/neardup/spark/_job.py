@@ -334,7 +334,6 @@ def dedup(
         placed = _placed(everything, roots, state, persist)
         lap("components")
 
-        result = _outputs(opts, json, now_ms, source, records, rejects, placed, everything, edges, roots)
         # One row per cluster: its survivor is kept where new; its other new members are
         # merged; its old members that survived the previous run, but for the survivor, are
         # displaced.
@@ -348,8 +347,9 @@ def dedup(
         counts = {
             "kept": int(tally["kept"] or 0),
             "merged": int(tally["merged"] or 0),
-            "rejected": result.rejects.count(),
+            "rejected": rejects.count(),
         }
+        result = _outputs(opts, json, now_ms, source, records, rejects, placed, everything, edges, roots, counts["kept"])
         lap("survivors")
         report = {
             "input_records": input_records,
@@ -431,7 +431,12 @@ def _placed(everything: DataFrame, roots: DataFrame, state: Optional[DataFrame],
     return _Placed(components=comp, members=members)
 
 
-def _outputs(opts, json, now_ms, source, records, rejects, placed, everything, edges, roots) -> Result:
+#: Up to this many kept records, their narrow rows (about 100 bytes each) are broadcast to
+#: the input read again for their own columns, which is then not shuffled.
+BROADCAST_KEPT = 1_000_000
+
+
+def _outputs(opts, json, now_ms, source, records, rejects, placed, everything, edges, roots, kept_count) -> Result:
     comp = placed.components
     urls = F.filter(F.transform("m", lambda x: x["url"]), lambda u: u.isNotNull())
     survivors = comp.filter(~F.col("s.old")).select(
@@ -445,7 +450,11 @@ def _outputs(opts, json, now_ms, source, records, rejects, placed, everything, e
     # (a few narrow columns found them): the text never rides through the persisted
     # stages. A row whose columns hash otherwise than on the first read stops the job.
     found = records.select("_nd_doc", _stages.ROW, F.col(_stages.CHECK).alias("_nd_was"), "_nd_language")
-    kept_rows = source.join(found.join(survivors, "_nd_doc"), _stages.ROW).filter(
+    found = found.join(survivors, "_nd_doc")
+    if kept_count <= BROADCAST_KEPT:
+        # The planner cannot tell from a join of cached stages that this side is small.
+        found = F.broadcast(found)
+    kept_rows = source.join(found, _stages.ROW).filter(
         F.assert_true(F.col(_stages.CHECK) == F.col("_nd_was"), F.lit(CHANGED)).isNull()
     )
     input_cols = [c for c in source.columns if not c.startswith("_nd_")]
