@@ -25,11 +25,12 @@ def local_settings(master: str, given: Any, shuffle_partitions: Optional[int] = 
       JVM: Spark's 1 GiB default runs out on a few hundred MB of text. Half the machine, at
       most 32 GiB.
     - `spark.driver.extraJavaOptions` on a local master: the JVM compiles with its client
-      compiler only (`-XX:TieredStopAtLevel=1`, with tiered compilation's code cache). The job's JVM code is short-lived and new
-      in every query (Spark generates it per plan); on 2 cores the optimising compiler's
-      threads took a third of the run's CPU (10 of 33 s on 60k records) and the client
-      compiler's code ran the job 8% faster, as fast at 180k records. Only where this
-      process starts the JVM: under spark-submit the driver is running already.
+      compiler only (`-XX:TieredStopAtLevel=1`, with tiered compilation's code cache). The
+      job's JVM code is short-lived and new in every query (Spark generates it per plan);
+      on 2 cores the optimising compiler's threads took a third of the run's CPU (10 of
+      33 s on 60k records) and the client compiler's code ran the job 8% faster, as fast
+      at 180k records. Only where this process starts the JVM: under spark-submit the
+      driver is running already.
     - `spark.sql.execution.arrow.maxRecordsPerBatch`: records of up to a few hundred KB
       make Arrow batches of 10,000 (the default) hundreds of MB on both sides of the JVM.
     """
