@@ -50,13 +50,15 @@ def located(df: DataFrame, opts: Options, json_column: Optional[str]) -> DataFra
     """`df` with each row's `ROW` and `CHECK` (see there). The analysis reads `df` once
     through this; the kept records' own columns are read again through it and joined by
     `ROW`, so the records' text never rides through the job's persisted stages."""
-    read = [json_column] if json_column is not None else analysed_columns(df, opts)
+    read = analysed_columns(df, opts, json_column)
     return df.withColumn(ROW, F.monotonically_increasing_id()).withColumn(CHECK, F.xxhash64(*read))
 
 
-def analysed_columns(df: DataFrame, opts: Options) -> List[str]:
-    """The columns of `df` the analysis reads: the id, the text fields, the URL and the
-    first-seen time (those present)."""
+def analysed_columns(df: DataFrame, opts: Options, json_column: Optional[str]) -> List[str]:
+    """The columns of `df` the analysis reads: `json_column`, or the id, the text fields,
+    the URL and the first-seen time (those present)."""
+    if json_column is not None:
+        return [json_column]
     text = text_columns(df, opts, None)
     present = set(df.columns)
     return [opts.id] + text + [c for c in (opts.url, opts.first_seen) if c in present and c not in text]
@@ -71,7 +73,6 @@ def analyze(
     JSON line's first `INPUT_CHARS` characters (`_nd_input`, with `json_column`). A record
     that cannot be used gets `_nd_reason`. `boilerplate`: a broadcast of the shingle hashes
     every record leaves out (bytes, as `learn_boilerplate` unions them), or None."""
-    read = [json_column] if json_column is not None else analysed_columns(source, opts)
     fields = [T.StructField(ROW, T.LongType(), False), T.StructField(CHECK, T.LongType(), False)]
     fields += [T.StructField("_nd_" + name, t, True) for name, t in ANALYSIS_FIELDS]
     if json_column is not None:
@@ -92,12 +93,12 @@ def analyze(
             )
             columns = [batch.column(ROW), batch.column(CHECK)] + list(out.columns)
             if json_column is not None:
-                rejected = out.column("reason").is_valid()
-                line = batch.column(json_column)
-                columns.append(pc.if_else(rejected, pc.utf8_slice_codeunits(line, 0, INPUT_CHARS), pa.nulls(len(line), pa.string())))
+                start = pc.utf8_slice_codeunits(batch.column(json_column), 0, INPUT_CHARS)
+                columns.append(pc.if_else(out.column("reason").is_valid(), start, pa.scalar(None, pa.string())))
             yield pa.RecordBatch.from_arrays(columns, names=names)
 
     names = [f.name for f in fields]
+    read = analysed_columns(source, opts, json_column)
     return source.select(*read, ROW, CHECK).mapInArrow(executor(run), T.StructType(fields))
 
 
