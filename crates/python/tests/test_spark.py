@@ -489,6 +489,47 @@ def test_components_on_the_driver_and_on_the_cluster_agree(spark, real_corpus):
     assert out.to_pydict() == {"doc": [1, 2, 5, 7, 9, 10], "root": [1, 1, 1, 1, 9, 9]}
 
 
+def test_survivors_on_the_driver_and_on_the_cluster_are_the_same_rows(spark, real_corpus, tmp_path, monkeypatch):
+    """Every output, row for row, whether the clusters' survivors, merges and pairs are
+    computed on the driver (few clustered records) or by aggregations on the cluster; in
+    a first run and in an incremental one (old survivors displaced, stored ids rejected)."""
+    from neardup.spark import _survivors
+
+    records, _ = real_corpus
+    sample = records[1::5][:2000]
+    # Exact copies under new ids, to have "exact" merges beside the near ones.
+    copies = [dict(r, id=r["id"] + "-copy", first_seen="2020-01-01T00:00:00Z") for r in sample[:40]]
+    day1, day2 = sample[:1000], sample[1000:] + copies + sample[:3]
+    at = datetime(2026, 5, 1, tzinfo=timezone.utc)
+
+    def outputs(result) -> dict:
+        out = {name: sorted(json.dumps(r, sort_keys=True, default=str) for r in rows(getattr(result, name))) for name in ("kept", "clusters", "merges", "pairs", "rejects")}
+        out["state"] = sorted(json.dumps(r, sort_keys=True, default=str) for r in rows(result.state.drop("set", "content")))
+        out["report"] = {k: v for k, v in result.report.items() if k not in ("survivors_on", "previous")}
+        return out
+
+    def run(where: str) -> list:
+        if where == "cluster":
+            monkeypatch.setattr(_survivors, "LOCAL_MEMBERS", 0)
+        else:
+            monkeypatch.setattr(_survivors, "LOCAL_MEMBERS", 1_000_000)
+        first = dedup(spark.createDataFrame(day1), now=at)
+        assert first.report["survivors_on"] == where
+        first.write(str(tmp_path / where))
+        second = dedup(spark.createDataFrame(day2), now=at, previous=str(tmp_path / where / "state"))
+        assert second.report["survivors_on"] == where
+        return [outputs(first), outputs(second)]
+
+    driver, cluster = run("driver"), run("cluster")
+    incremental = driver[1]
+    assert incremental["report"]["displaced_survivors"] > 0 and incremental["report"]["merged"] > 40
+    assert any('"rule": "exact"' in m for m in incremental["merges"])
+    assert any(r.startswith('{"id": ') and "already stored" in r for r in incremental["rejects"])
+    for d, c in zip(driver, cluster):
+        for name in d:
+            assert d[name] == c[name], name
+
+
 def test_empty_input(spark, tmp_path):
     path = write_jsonl(tmp_path / "empty.jsonl", [])
     result = dedup(spark.read.text(str(path)), json="value")
@@ -558,7 +599,7 @@ def test_bad_records_are_rejected_with_reasons(spark, tmp_path):
 def test_kept_lines_joined_without_a_broadcast_are_the_same(spark, real_corpus, tmp_path, monkeypatch):
     """Past `BROADCAST_KEPT` kept records, the input read again is joined to them by a
     shuffle: the same lines."""
-    from neardup.spark import _job
+    from neardup.spark import _survivors
 
     records, _ = real_corpus
     path = write_jsonl(tmp_path / "in.jsonl", records[:600])
@@ -570,7 +611,7 @@ def test_kept_lines_joined_without_a_broadcast_are_the_same(spark, real_corpus, 
             return lines
 
     broadcast = kept()
-    monkeypatch.setattr(_job, "BROADCAST_KEPT", 0)
+    monkeypatch.setattr(_survivors, "BROADCAST_KEPT", 0)
     # Nor may the planner broadcast on its own estimate of 600 records.
     threshold = spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
     spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")

@@ -10,7 +10,6 @@ from typing import Tuple
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 #: Rounds after which the job stops with an error rather than loop: each round at least
 #: halves a component's diameter in practice (the paper bounds it by O(log^2 n)).
@@ -46,14 +45,10 @@ def _small_star(edges: DataFrame) -> DataFrame:
     return _normalised(linked)
 
 
-def components(pairs: DataFrame, edges_count: int, local_max_edges: int) -> Tuple[DataFrame, int]:
-    """The component of every node of `pairs` (columns `a`, `b`, `edges_count` rows): rows
-    `doc`, `root` (the component's smallest document id; a root maps to itself), and the
-    distributed rounds it took. Up to `local_max_edges` edges are collected and joined by a
-    union-find on the driver (`neardup.components`; 0 rounds): a few seconds of Spark stages
-    saved, the same roots."""
-    if edges_count <= local_max_edges:
-        return _on_driver(pairs), 0
+def components(pairs: DataFrame) -> Tuple[DataFrame, int]:
+    """The component of every node of `pairs` (columns `a`, `b`): rows `doc`, `root` (the
+    component's smallest document id; a root maps to itself), and the rounds it took.
+    `on_driver` gives the same roots from the pairs collected."""
     edges = _normalised(pairs.select(F.col("a").alias("u"), F.col("b").alias("v")))
     edges = edges.localCheckpoint()
     rounds = 0
@@ -78,12 +73,12 @@ def components(pairs: DataFrame, edges_count: int, local_max_edges: int) -> Tupl
     return members.unionByName(roots), rounds
 
 
-def _on_driver(pairs: DataFrame) -> DataFrame:
+def on_driver(pairs: "pa.Table") -> "pa.Table":
+    """`components` of the pairs collected (columns `a`, `b`), by a union-find on the
+    driver (`neardup.components`): a few seconds of Spark stages saved where the pairs are
+    few enough to collect."""
     import pyarrow as pa
 
     import neardup
 
-    table = pairs.select("a", "b").toArrow()
-    out = neardup.components(table.column("a").combine_chunks(), table.column("b").combine_chunks())
-    schema = T.StructType([T.StructField("doc", T.LongType(), False), T.StructField("root", T.LongType(), False)])
-    return pairs.sparkSession.createDataFrame(pa.Table.from_batches([out]), schema)
+    return pa.Table.from_batches([neardup.components(pairs["a"].combine_chunks(), pairs["b"].combine_chunks())])

@@ -19,8 +19,8 @@ from pyspark.sql import types as T
 
 import neardup
 
-from . import _stages
-from ._components import components
+from . import _components, _stages, _survivors
+from ._survivors import _rfc3339
 from ._options import Options
 from ._worker import executor
 
@@ -148,22 +148,6 @@ def _write_text(spark: SparkSession, path: str, text: str) -> None:
         spark.createDataFrame([(text,)], "value string").coalesce(1).write.mode("overwrite").text(path)
 
 
-def _rfc3339(ms) -> "F.Column":
-    """Milliseconds as the CLI writes a time: RFC 3339 in UTC, milliseconds when not zero."""
-    ts = F.timestamp_millis(ms)
-    return F.when(ms.isNull(), F.lit(None)).when(
-        ms % 1000 == 0, F.date_format(ts, "yyyy-MM-dd'T'HH:mm:ss'Z'")
-    ).otherwise(F.date_format(ts, "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'"))
-
-
-def _hex(fp, fp_hi, bits: int) -> "F.Column":
-    """The fingerprint in hex, as the CLI prints it."""
-    lo = F.lower(F.lpad(F.hex(fp), 16, "0"))
-    if bits == 64:
-        return lo
-    return F.concat(F.lower(F.lpad(F.hex(fp_hi), 16, "0")), lo)
-
-
 #: Where a run writes its boilerplate: beside its state, which a later run's `previous` names.
 BOILERPLATE = "boilerplate"
 
@@ -285,26 +269,24 @@ def dedup(
         records, rejects, repeats = _stages.unique_ids(analysed, persist, repeated=seen["usable"] != seen["docs"])
         if repeats is not None:
             rejects = rejects.unionByName(_stages.with_input(repeats, source, json))
-        new = records.select(*[F.col("_nd_" + c).alias(c) for c in _stages.RECORD]).withColumn(
-            "old", F.lit(False)
-        )
         state = None
+        fresh = records
         if previous is not None:
             state = read_state(spark, previous, opts)
-            taken = new.join(state.select("doc", F.col("content").alias("prev_content")), "doc")
-            again = records.join(
-                taken.select(F.col("doc").alias("_nd_doc"), F.col("content"), "prev_content"), "_nd_doc"
-            ).withColumn(
+            stored = state.select(F.col("doc").alias("_nd_doc"), F.col("content").alias("_nd_prev_content"))
+            again = records.join(stored, "_nd_doc").withColumn(
                 "_nd_reason",
                 F.when(
-                    F.col("content") == F.col("prev_content"),
+                    F.col("_nd_content") == F.col("_nd_prev_content"),
                     F.concat(F.lit("already stored: "), F.to_json(F.array("_nd_id")), F.lit(" was deduplicated by the previous run with the same text")),
                 ).otherwise(
                     F.concat(F.lit("duplicate id with different text: "), F.to_json(F.array("_nd_id")), F.lit(" is already stored with another text (ids must be unique; the stored record is kept as it is)"))
                 ),
-            ).drop("content", "prev_content")
+            ).drop("_nd_prev_content")
             rejects = rejects.unionByName(_stages.with_input(again, source, json))
-            new = new.join(state.select("doc"), "doc", "left_anti")
+            fresh = records.join(stored.select("_nd_doc"), "_nd_doc", "left_anti")
+        new = fresh.select(*[F.col("_nd_" + c).alias(c) for c in _stages.RECORD]).withColumn("old", F.lit(False))
+        if state is not None:
             old = state.select(*_stages.RECORD).withColumn("old", F.lit(True))
             everything = persist(new.unionByName(old))
         else:
@@ -330,36 +312,37 @@ def dedup(
         edge_count = edges.count()
         lap("candidates_and_verification")
 
-        roots, rounds = components(edges, edge_count, opts.local_components)
-        placed = _placed(everything, roots, state, persist)
+        # Few enough pairs to collect: their components on the driver, and, where the
+        # records they cluster are few enough too, the survivors.
+        collected = edges.toArrow() if edge_count <= opts.local_components else None
+        if collected is not None:
+            local_roots = _components.on_driver(collected)
+            roots, rounds = spark.createDataFrame(local_roots, _survivors.ROOTS), 0
+        else:
+            roots, rounds = _components.components(edges)
         lap("components")
 
-        # One row per cluster: its survivor is kept where new; its other new members are
-        # merged; its old members that survived the previous run, but for the survivor, are
-        # displaced.
-        survivor_new = (~F.col("s.old")).cast("long")
-        tally = placed.components.agg(
-            F.sum(survivor_new).alias("kept"),
-            F.sum(F.col("new") - survivor_new).alias("merged"),
-            F.sum(F.col("was") - (F.col("s.old") & F.col("s.was_survivor")).cast("long")).alias("displaced"),
-            F.count(F.when((F.col("size") > 1) & (F.col("new") > 0), 1)).alias("clusters"),
-        ).first()
-        counts = {
-            "kept": int(tally["kept"] or 0),
-            "merged": int(tally["merged"] or 0),
-            "rejected": rejects.count(),
-        }
-        result = _outputs(opts, json, now_ms, source, records, rejects, placed, everything, edges, roots, counts["kept"])
+        at = neardup_time(now_ms)
+        if collected is not None and local_roots.num_rows <= _survivors.LOCAL_MEMBERS:
+            # Every usable record is new, but where a previous run stored its id.
+            fresh_count = int(seen["docs"]) if state is None else everything.filter(~F.col("old")).count()
+            placement = _survivors.on_driver(everything, fresh, fresh_count, collected, local_roots, state, opts, at)
+        else:
+            placement = _survivors.on_cluster(everything, fresh, edges, roots, state, opts, at, persist)
+        tally = placement.tally
+        counts = {"kept": tally["kept"], "merged": tally["merged"], "rejected": rejects.count()}
+        result = _outputs(opts, json, source, rejects, placement, everything, roots)
         lap("survivors")
         report = {
             "input_records": input_records,
             **counts,
-            "clusters": int(tally["clusters"]),
-            "displaced_survivors": int(tally["displaced"] or 0),
+            "clusters": tally["clusters"],
+            "displaced_survivors": tally["displaced"],
             "candidate_pairs": candidate_count.value,
             "verified_pairs": edge_count,
             "component_rounds": rounds,
-            "components_on": "driver" if edge_count <= opts.local_components else "cluster",
+            "components_on": "driver" if collected is not None else "cluster",
+            "survivors_on": placement.on,
             "skew": skew,
             "rule": opts.rule(),
             "previous": previous,
@@ -387,74 +370,11 @@ def dedup(
         raise
 
 
-@dataclass
-class _Placed:
-    """Every record's place in its cluster, over narrow columns: `components` (one row per
-    cluster: `root`, `s` the survivor, `size`, `m` its members, `new` how many the run
-    added, `was` how many old ones survived the previous run) and `members` (one row per record: `doc`, `id`, `url`, `fp`, `fp_hi`,
-    `old`, `root`, `survivor`, `was_survivor`, `s_id`)."""
-
-    components: DataFrame
-    members: DataFrame
-
-
-def _placed(everything: DataFrame, roots: DataFrame, state: Optional[DataFrame], persist) -> _Placed:
-    narrow = everything.select("doc", "id", "url", "first_seen", "fp", "fp_hi", "old")
-    assigned = narrow.join(roots, "doc", "left").withColumn(
-        "root", F.coalesce(F.col("root"), F.col("doc"))
-    )
-    if state is not None:
-        was = state.select("doc", (F.col("doc") == F.col("root")).alias("was_survivor"))
-        assigned = assigned.join(was, "doc", "left")
-    else:
-        assigned = assigned.withColumn("was_survivor", F.lit(None).cast("boolean"))
-    assigned = assigned.withColumn("was_survivor", F.coalesce(F.col("was_survivor"), F.lit(False)))
-    assigned = persist(assigned)
-    comp = persist(
-        assigned.groupBy("root")
-        .agg(
-            # The survivor: earliest first seen, then smallest id (doc, old, the
-            # fingerprint and was_survivor ride along; doc is unique, so they never decide).
-            F.min(F.struct("first_seen", "id", "doc", "old", "fp", "fp_hi", "was_survivor")).alias("s"),
-            F.count(F.lit(1)).alias("size"),
-            F.sort_array(F.collect_list(F.struct("first_seen", "id", "url"))).alias("m"),
-            # Members new in this run, and old ones that survived the previous run.
-            F.sum((~F.col("old")).cast("long")).alias("new"),
-            F.sum((F.col("old") & F.col("was_survivor")).cast("long")).alias("was"),
-        )
-    )
-    members = persist(
-        assigned.join(comp.select("root", F.col("s.doc").alias("s_doc"), F.col("s.id").alias("s_id")), "root")
-        .withColumn("survivor", F.col("doc") == F.col("s_doc"))
-        .drop("s_doc")
-    )
-    return _Placed(components=comp, members=members)
-
-
-#: Up to this many kept records, their narrow rows (about 100 bytes each) are broadcast to
-#: the input read again for their own columns, which is then not shuffled.
-BROADCAST_KEPT = 1_000_000
-
-
-def _outputs(opts, json, now_ms, source, records, rejects, placed, everything, edges, roots, kept_count) -> Result:
-    comp = placed.components
-    urls = F.filter(F.transform("m", lambda x: x["url"]), lambda u: u.isNotNull())
-    survivors = comp.filter(~F.col("s.old")).select(
-        F.col("s.doc").alias("_nd_doc"),
-        urls.alias("_nd_source_urls"),
-        F.col("s.first_seen").alias("_nd_first_ms"),
-        F.col("size").alias("_nd_size"),
-        _hex(F.col("s.fp"), F.col("s.fp_hi"), opts.bits).alias("_nd_hex"),
-    )
+def _outputs(opts, json, source, rejects, placement, everything, roots) -> Result:
     # The kept records' own columns, read again from the input by their rows' positions
     # (a few narrow columns found them): the text never rides through the persisted
     # stages. A row whose columns hash otherwise than on the first read stops the job.
-    found = records.select("_nd_doc", _stages.ROW, F.col(_stages.CHECK).alias("_nd_was"), "_nd_language")
-    found = found.join(survivors, "_nd_doc")
-    if kept_count <= BROADCAST_KEPT:
-        # The planner cannot tell from a join of cached stages that this side is small.
-        found = F.broadcast(found)
-    kept_rows = source.join(found, _stages.ROW).filter(
+    kept_rows = source.join(placement.kept, _stages.ROW).filter(
         F.assert_true(F.col(_stages.CHECK) == F.col("_nd_was"), F.lit(CHANGED)).isNull()
     )
     input_cols = [c for c in source.columns if not c.startswith("_nd_")]
@@ -471,63 +391,11 @@ def _outputs(opts, json, now_ms, source, records, rejects, placed, everything, e
             F.col("_nd_language").alias("neardup_language"),
         )
 
-    # Each merged record's best verified match: an exact copy first, then the highest
-    # Jaccard, the smallest distance, the smallest document id.
-    directed = edges.select(F.col("a").alias("doc"), F.col("b").alias("other"), "rule", "distance", "jaccard").unionByName(
-        edges.select(F.col("b").alias("doc"), F.col("a").alias("other"), "rule", "distance", "jaccard")
-    )
-    best = directed.groupBy("doc").agg(
-        F.max_by(
-            F.struct("other", "rule", "distance", "jaccard"),
-            F.struct(
-                (F.col("rule") == "exact").cast("int"),
-                F.coalesce(F.col("jaccard"), F.lit(-1.0)),
-                -F.coalesce(F.col("distance"), F.lit(1 << 20)),
-                -F.col("other"),
-            ),
-        ).alias("e")
-    )
-    members = placed.members
-    ids = members.select(F.col("doc").alias("e_doc"), F.col("id").alias("matched"))
-    merged = members.filter(~F.col("survivor") & (~F.col("old") | F.col("was_survivor")))
-    merges = (
-        merged.join(best, "doc", "left")
-        .join(ids, F.col("e.other") == F.col("e_doc"), "left")
-        .select(
-            F.col("s_id").alias("kept"),
-            F.col("id").alias("merged"),
-            _hex(F.col("fp"), F.col("fp_hi"), opts.bits).alias("merged_fingerprint"),
-            F.col("e.rule").alias("rule"),
-            F.col("e.distance").alias("distance"),
-            F.col("e.jaccard").alias("jaccard"),
-            F.col("matched"),
-            F.filter(F.array(F.col("url")), lambda u: u.isNotNull()).alias("source_urls"),
-            F.col("old").alias("displaced"),
-            F.lit(neardup_time(now_ms)).alias("at"),
-        )
-    )
-
-    clusters = comp.filter((F.col("size") > 1) & (F.col("new") > 0)).select(
-        F.col("root").alias("cluster"),
-        F.col("s.id").alias("survivor"),
-        _rfc3339(F.col("s.first_seen")).alias("first_seen"),
-        F.transform("m", lambda x: x["id"]).alias("members"),
-        urls.alias("source_urls"),
-        F.col("size"),
-    )
-
     reject_cols = [F.col("_nd_id").alias("id"), F.col("_nd_reason").alias("reason")]
     if json is not None:
         reject_cols.append(F.col("_nd_input").alias("input"))
     rejected = rejects.select(*reject_cols)
 
-    names = members.select("doc", "id")
-    pairs = (
-        edges.filter(F.col("rule") != "previous")
-        .join(names.select(F.col("doc").alias("a"), F.col("id").alias("a_id")), "a")
-        .join(names.select(F.col("doc").alias("b"), F.col("id").alias("b_id")), "b")
-        .select(F.col("a_id").alias("a"), F.col("b_id").alias("b"), "rule", "distance", "jaccard")
-    )
     # Every record's root, from the components' own (doc, root) rows: small beside the
     # records (only records with an edge have a row), so the records are not shuffled to a
     # join with every member.
@@ -539,10 +407,10 @@ def _outputs(opts, json, now_ms, source, records, rejects, placed, everything, e
     )
     return Result(
         kept=kept,
-        clusters=clusters,
-        merges=merges,
+        clusters=placement.clusters,
+        merges=placement.merges,
         rejects=rejected,
-        pairs=pairs,
+        pairs=placement.pairs,
         state=state_out,
         report={},
         json=json,

@@ -1,0 +1,415 @@
+"""Stage 5: every cluster's survivor (earliest first seen, then smallest id, every source URL
+kept) and what follows from the clusters: the kept records' cluster columns, the clusters,
+the merges (each merged record's best verified match) and the pairs by id.
+
+Two ways to the same rows: `on_cluster`, aggregations over every record, and `on_driver`,
+Arrow arrays on the driver where the clustered records are few enough to collect (the
+singletons, most of a corpus, then never move: the kept records are the input's records but
+for the merged ones)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, Optional
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from . import _stages
+from ._options import Options
+
+#: Up to this many clustered records (records with a verified pair), their rows are
+#: collected and the clusters computed on the driver: about 200 bytes a record.
+LOCAL_MEMBERS = 1_000_000
+
+#: Up to this many kept records, their narrow rows (about 100 bytes each) are broadcast to
+#: the input read again for their own columns, which is then not shuffled.
+BROADCAST_KEPT = 1_000_000
+
+
+@dataclass
+class Placement:
+    """Each record's place in its cluster, as the outputs need it."""
+
+    #: The kept records' narrow rows: `_nd_doc`, `ROW`, `_nd_was` (the row's hash),
+    #: `_nd_language`, `_nd_source_urls`, `_nd_first_ms`, `_nd_size`, `_nd_hex`.
+    kept: DataFrame
+    #: The outputs of the same names (see `Result`).
+    clusters: DataFrame
+    merges: DataFrame
+    pairs: DataFrame
+    #: `kept`, `merged`, `displaced` (survivors of the previous run displaced) and
+    #: `clusters` (clusters of more than one record with a new member).
+    tally: Dict[str, int]
+    #: Where the clusters were computed: "driver" or "cluster".
+    on: str
+
+
+def _rfc3339(ms) -> "F.Column":
+    """Milliseconds as the CLI writes a time: RFC 3339 in UTC, milliseconds when not zero."""
+    ts = F.timestamp_millis(ms)
+    return F.when(ms.isNull(), F.lit(None)).when(
+        ms % 1000 == 0, F.date_format(ts, "yyyy-MM-dd'T'HH:mm:ss'Z'")
+    ).otherwise(F.date_format(ts, "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'"))
+
+
+def _hex(fp, fp_hi, bits: int) -> "F.Column":
+    """The fingerprint in hex, as the CLI prints it."""
+    lo = F.lower(F.lpad(F.hex(fp), 16, "0"))
+    if bits == 64:
+        return lo
+    return F.concat(F.lower(F.lpad(F.hex(fp_hi), 16, "0")), lo)
+
+
+def _kept(found: DataFrame, kept_count: int) -> DataFrame:
+    if kept_count <= BROADCAST_KEPT:
+        # The planner cannot tell from a join of cached stages that this side is small.
+        return F.broadcast(found)
+    return found
+
+
+def on_cluster(
+    everything: DataFrame,
+    fresh: DataFrame,
+    edges: DataFrame,
+    roots: DataFrame,
+    state: Optional[DataFrame],
+    opts: Options,
+    at: str,
+    persist,
+) -> Placement:
+    """The clusters by aggregations over every record (`everything`, new and old), their
+    components' `roots` and verified `edges`; `fresh` is the new records as the analysis
+    made them."""
+    narrow = everything.select("doc", "id", "url", "first_seen", "fp", "fp_hi", "old")
+    assigned = narrow.join(roots, "doc", "left").withColumn("root", F.coalesce(F.col("root"), F.col("doc")))
+    if state is not None:
+        was = state.select("doc", (F.col("doc") == F.col("root")).alias("was_survivor"))
+        assigned = assigned.join(was, "doc", "left")
+    else:
+        assigned = assigned.withColumn("was_survivor", F.lit(None).cast("boolean"))
+    assigned = persist(assigned.withColumn("was_survivor", F.coalesce(F.col("was_survivor"), F.lit(False))))
+    comp = persist(
+        assigned.groupBy("root").agg(
+            # The survivor: earliest first seen, then smallest id (doc, old, the
+            # fingerprint and was_survivor ride along; doc is unique, so they never decide).
+            F.min(F.struct("first_seen", "id", "doc", "old", "fp", "fp_hi", "was_survivor")).alias("s"),
+            F.count(F.lit(1)).alias("size"),
+            F.sort_array(F.collect_list(F.struct("first_seen", "id", "url"))).alias("m"),
+            # Members new in this run, and old ones that survived the previous run.
+            F.sum((~F.col("old")).cast("long")).alias("new"),
+            F.sum((F.col("old") & F.col("was_survivor")).cast("long")).alias("was"),
+        )
+    )
+    members = persist(
+        assigned.join(comp.select("root", F.col("s.doc").alias("s_doc"), F.col("s.id").alias("s_id")), "root")
+        .withColumn("survivor", F.col("doc") == F.col("s_doc"))
+        .drop("s_doc")
+    )
+    # One row per cluster: its survivor is kept where new; its other new members are
+    # merged; its old members that survived the previous run, but for the survivor, are
+    # displaced.
+    survivor_new = (~F.col("s.old")).cast("long")
+    row = comp.agg(
+        F.sum(survivor_new).alias("kept"),
+        F.sum(F.col("new") - survivor_new).alias("merged"),
+        F.sum(F.col("was") - (F.col("s.old") & F.col("s.was_survivor")).cast("long")).alias("displaced"),
+        F.count(F.when((F.col("size") > 1) & (F.col("new") > 0), 1)).alias("clusters"),
+    ).first()
+    tally = {name: int(row[name] or 0) for name in ("kept", "merged", "displaced", "clusters")}
+
+    urls = F.filter(F.transform("m", lambda x: x["url"]), lambda u: u.isNotNull())
+    survivors = comp.filter(~F.col("s.old")).select(
+        F.col("s.doc").alias("_nd_doc"),
+        urls.alias("_nd_source_urls"),
+        F.col("s.first_seen").alias("_nd_first_ms"),
+        F.col("size").alias("_nd_size"),
+        _hex(F.col("s.fp"), F.col("s.fp_hi"), opts.bits).alias("_nd_hex"),
+    )
+    found = fresh.select("_nd_doc", _stages.ROW, F.col(_stages.CHECK).alias("_nd_was"), "_nd_language")
+    kept = _kept(found.join(survivors, "_nd_doc"), tally["kept"])
+
+    # Each merged record's best verified match: an exact copy first, then the highest
+    # Jaccard, the smallest distance, the smallest document id.
+    directed = edges.select(F.col("a").alias("doc"), F.col("b").alias("other"), "rule", "distance", "jaccard").unionByName(
+        edges.select(F.col("b").alias("doc"), F.col("a").alias("other"), "rule", "distance", "jaccard")
+    )
+    best = directed.groupBy("doc").agg(
+        F.max_by(
+            F.struct("other", "rule", "distance", "jaccard"),
+            F.struct(
+                (F.col("rule") == "exact").cast("int"),
+                F.coalesce(F.col("jaccard"), F.lit(-1.0)),
+                -F.coalesce(F.col("distance"), F.lit(1 << 20)),
+                -F.col("other"),
+            ),
+        ).alias("e")
+    )
+    ids = members.select(F.col("doc").alias("e_doc"), F.col("id").alias("matched"))
+    merged = members.filter(~F.col("survivor") & (~F.col("old") | F.col("was_survivor")))
+    merges = (
+        merged.join(best, "doc", "left")
+        .join(ids, F.col("e.other") == F.col("e_doc"), "left")
+        .select(
+            F.col("s_id").alias("kept"),
+            F.col("id").alias("merged"),
+            _hex(F.col("fp"), F.col("fp_hi"), opts.bits).alias("merged_fingerprint"),
+            F.col("e.rule").alias("rule"),
+            F.col("e.distance").alias("distance"),
+            F.col("e.jaccard").alias("jaccard"),
+            F.col("matched"),
+            F.filter(F.array(F.col("url")), lambda u: u.isNotNull()).alias("source_urls"),
+            F.col("old").alias("displaced"),
+            F.lit(at).alias("at"),
+        )
+    )
+    clusters = comp.filter((F.col("size") > 1) & (F.col("new") > 0)).select(
+        F.col("root").alias("cluster"),
+        F.col("s.id").alias("survivor"),
+        _rfc3339(F.col("s.first_seen")).alias("first_seen"),
+        F.transform("m", lambda x: x["id"]).alias("members"),
+        urls.alias("source_urls"),
+        F.col("size"),
+    )
+    names = members.select("doc", "id")
+    pairs = (
+        edges.filter(F.col("rule") != "previous")
+        .join(names.select(F.col("doc").alias("a"), F.col("id").alias("a_id")), "a")
+        .join(names.select(F.col("doc").alias("b"), F.col("id").alias("b_id")), "b")
+        .select(F.col("a_id").alias("a"), F.col("b_id").alias("b"), "rule", "distance", "jaccard")
+    )
+    return Placement(kept=kept, clusters=clusters, merges=merges, pairs=pairs, tally=tally, on="cluster")
+
+
+def on_driver(
+    everything: DataFrame,
+    fresh: DataFrame,
+    fresh_count: int,
+    edges: pa.Table,
+    roots: pa.Table,
+    state: Optional[DataFrame],
+    opts: Options,
+    at: str,
+) -> Placement:
+    """The same rows as `on_cluster`, from the verified `edges` and their components'
+    `roots` collected on the driver (`neardup.components`), and the clustered records'
+    narrow rows collected in one job. `fresh_count` is how many new records `fresh` holds."""
+    spark = everything.sparkSession
+    roots_df = F.broadcast(spark.createDataFrame(roots, ROOTS))
+    narrow = everything.select("doc", "id", "url", "first_seen", "fp", "fp_hi", "old").join(roots_df, "doc")
+    if state is not None:
+        was = state.join(roots_df.select("doc"), "doc").select("doc", (F.col("doc") == F.col("root")).alias("was_survivor"))
+        narrow = narrow.join(was, "doc", "left")
+    else:
+        narrow = narrow.withColumn("was_survivor", F.lit(None).cast("boolean"))
+    narrow = narrow.withColumn("was_survivor", F.coalesce(F.col("was_survivor"), F.lit(False)))
+    # Members in their cluster's order: the survivor (earliest first seen, then smallest
+    # id) first. Ids are unique, so the document id never decides.
+    t = narrow.toArrow().sort_by([("root", "ascending"), ("first_seen", "ascending"), ("id", "ascending")])
+    n = t.num_rows
+    root = t["root"].to_numpy()
+    starts = _starts(root)
+    offsets = np.r_[starts, n]
+    size = np.diff(offsets)
+    old = t["old"].to_numpy(zero_copy_only=False)
+    was_survivor = t["was_survivor"].to_numpy(zero_copy_only=False)
+    survivor_of = np.repeat(starts, size)  # each member's survivor's row
+    is_survivor = survivor_of == np.arange(n)
+    new = _sums(~old, starts)
+    was = _sums(old & was_survivor, starts)
+    s = t.take(pa.array(starts, pa.int64()))
+    s_old = old[starts]
+    s_new = (~s_old).astype(np.int64)
+    new_clustered = int((~old).sum())
+    tally = {
+        "kept": fresh_count - new_clustered + int(s_new.sum()),
+        "merged": int((new - s_new).sum()),
+        "displaced": int((was - (s_old & was_survivor[starts])).sum()),
+        "clusters": int(((size > 1) & (new > 0)).sum()),
+    }
+
+    url = t["url"].combine_chunks()
+    has_url = pc.is_valid(url).to_numpy(zero_copy_only=False)
+    url_offsets = np.r_[0, np.cumsum(has_url)][offsets]
+    urls = pa.ListArray.from_arrays(pa.array(url_offsets, pa.int32()), url.filter(pa.array(has_url)))
+    members = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), t["id"].combine_chunks())
+    clusters = pa.table(
+        {
+            "cluster": s["root"],
+            "survivor": s["id"],
+            "first_ms": s["first_seen"],
+            "members": members,
+            "source_urls": urls,
+            "size": pa.array(size, pa.int64()),
+        }
+    ).filter(pa.array((size > 1) & (new > 0)))
+
+    # The kept records: every new record but the merged ones (each clustered record but
+    # its cluster's survivor); a clustered survivor's cluster columns are its cluster's, a
+    # singleton's its own.
+    group = np.repeat(np.arange(len(starts)), size)
+    clustered = pa.table(
+        {
+            "_nd_doc": t["doc"],
+            "_nd_drop": pa.array(~is_survivor),
+            "_nd_c_urls": urls.take(pa.array(group, pa.int64(), mask=~is_survivor)),
+            "_nd_c_size": pa.array(size[group], pa.int64(), mask=~is_survivor),
+        }
+    )
+    found = (
+        fresh.select(
+            "_nd_doc",
+            _stages.ROW,
+            F.col(_stages.CHECK).alias("_nd_was"),
+            "_nd_language",
+            F.filter(F.array(F.col("_nd_url")), lambda u: u.isNotNull()).alias("_nd_own_urls"),
+            F.col("_nd_first_seen").alias("_nd_first_ms"),
+            _hex(F.col("_nd_fp"), F.col("_nd_fp_hi"), opts.bits).alias("_nd_hex"),
+        )
+        .join(F.broadcast(spark.createDataFrame(clustered, CLUSTERED)), "_nd_doc", "left")
+        .filter(~F.coalesce(F.col("_nd_drop"), F.lit(False)))
+        .select(
+            "_nd_doc",
+            _stages.ROW,
+            "_nd_was",
+            "_nd_language",
+            F.coalesce(F.col("_nd_c_urls"), F.col("_nd_own_urls")).alias("_nd_source_urls"),
+            "_nd_first_ms",
+            F.coalesce(F.col("_nd_c_size"), F.lit(1).cast("long")).alias("_nd_size"),
+            "_nd_hex",
+        )
+    )
+
+    # Each merged record's best verified match, as `on_cluster` chooses it: edges in both
+    # directions, sorted so that each record's best comes first.
+    directed = pa.table(
+        {
+            "doc": _array(edges["a"], edges["b"]),
+            "other": _array(edges["b"], edges["a"]),
+            "rule": _array(edges["rule"], edges["rule"]),
+            "distance": _array(edges["distance"], edges["distance"]),
+            "jaccard": _array(edges["jaccard"], edges["jaccard"]),
+        }
+    )
+    directed = directed.append_column("exact", pc.equal(directed["rule"], "exact"))
+    directed = directed.append_column("j", pc.fill_null(directed["jaccard"], -1.0))
+    directed = directed.append_column("d", pc.fill_null(directed["distance"], 1 << 20))
+    directed = directed.sort_by(
+        [("doc", "ascending"), ("exact", "descending"), ("j", "descending"), ("d", "ascending"), ("other", "ascending")]
+    )
+    ends = directed["doc"].to_numpy()
+    best = directed.take(pa.array(_starts(ends), pa.int64()))
+
+    doc, ids = _array(t["doc"]), _array(t["id"])
+    merged = np.flatnonzero(~is_survivor & (~old | was_survivor))
+    m = t.take(pa.array(merged, pa.int64()))
+    e = best.take(pc.index_in(m["doc"], _array(best["doc"])))
+    merges = pa.table(
+        {
+            "kept": ids.take(pa.array(survivor_of[merged], pa.int64())),
+            "merged": m["id"],
+            "fp": m["fp"],
+            "fp_hi": m["fp_hi"],
+            "rule": e["rule"],
+            "distance": e["distance"],
+            "jaccard": e["jaccard"],
+            "matched": ids.take(pc.index_in(e["other"], doc)),
+            "url": m["url"],
+            "displaced": m["old"],
+        }
+    )
+    named = edges.filter(pc.not_equal(pc.fill_null(edges["rule"], ""), "previous"))
+    pairs = pa.table(
+        {
+            "a": ids.take(pc.index_in(named["a"], doc)),
+            "b": ids.take(pc.index_in(named["b"], doc)),
+            "rule": named["rule"],
+            "distance": named["distance"],
+            "jaccard": named["jaccard"],
+        }
+    )
+    return Placement(
+        kept=_kept(found, tally["kept"]),
+        clusters=spark.createDataFrame(clusters, CLUSTERS).select(
+            "cluster", "survivor", _rfc3339(F.col("first_ms")).alias("first_seen"), "members", "source_urls", "size"
+        ),
+        merges=spark.createDataFrame(merges, MERGES).select(
+            "kept",
+            "merged",
+            _hex(F.col("fp"), F.col("fp_hi"), opts.bits).alias("merged_fingerprint"),
+            "rule",
+            "distance",
+            "jaccard",
+            "matched",
+            F.filter(F.array(F.col("url")), lambda u: u.isNotNull()).alias("source_urls"),
+            "displaced",
+            F.lit(at).alias("at"),
+        ),
+        pairs=spark.createDataFrame(pairs, PAIRS),
+        tally=tally,
+        on="driver",
+    )
+
+
+def _starts(sorted_keys: np.ndarray) -> np.ndarray:
+    """Where each run of equal keys starts in `sorted_keys`."""
+    if len(sorted_keys) == 0:
+        return np.zeros(0, np.int64)
+    return np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
+
+
+def _sums(flags: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """How many of `flags` are set in each run that `starts` begins."""
+    if len(starts) == 0:
+        return np.zeros(0, np.int64)
+    return np.add.reduceat(flags.astype(np.int64), starts)
+
+
+def _array(*columns: Any) -> pa.Array:
+    """`columns` (arrays or chunked arrays of one type) one after another, as one array."""
+    chunks = [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in columns]
+    return pa.concat_arrays(chunks) if len(chunks) > 1 else chunks[0]
+
+
+def _schema(*fields: Any) -> T.StructType:
+    return T.StructType([T.StructField(name, kind) for name, kind in fields])
+
+
+ROOTS = _schema(("doc", T.LongType()), ("root", T.LongType()))
+CLUSTERED = _schema(
+    ("_nd_doc", T.LongType()),
+    ("_nd_drop", T.BooleanType()),
+    ("_nd_c_urls", T.ArrayType(T.StringType())),
+    ("_nd_c_size", T.LongType()),
+)
+CLUSTERS = _schema(
+    ("cluster", T.LongType()),
+    ("survivor", T.StringType()),
+    ("first_ms", T.LongType()),
+    ("members", T.ArrayType(T.StringType())),
+    ("source_urls", T.ArrayType(T.StringType())),
+    ("size", T.LongType()),
+)
+MERGES = _schema(
+    ("kept", T.StringType()),
+    ("merged", T.StringType()),
+    ("fp", T.LongType()),
+    ("fp_hi", T.LongType()),
+    ("rule", T.StringType()),
+    ("distance", T.IntegerType()),
+    ("jaccard", T.DoubleType()),
+    ("matched", T.StringType()),
+    ("url", T.StringType()),
+    ("displaced", T.BooleanType()),
+)
+PAIRS = _schema(
+    ("a", T.StringType()),
+    ("b", T.StringType()),
+    ("rule", T.StringType()),
+    ("distance", T.IntegerType()),
+    ("jaccard", T.DoubleType()),
+)
