@@ -34,9 +34,11 @@ Each stage runs in the executors on the Rust core through Arrow batches (`mapInA
    (the records a group's verification needs are named over narrow rows first, then only
    theirs move with their sets) or in its tile pair; only pairs whose set sizes allow the
    threshold are compared;
-5. clusters: connected components of the verified pairs (large-star / small-star), the
-   CLI's `--linkage single --chain-floor 0`;
-6. survivors: the earliest first seen, ties to the smallest id, every source URL kept.
+5. clusters: connected components of the verified pairs (large-star / small-star, or a
+   union-find on the driver where the pairs are few enough to collect), the CLI's
+   `--linkage single --chain-floor 0`;
+6. survivors: the earliest first seen, ties to the smallest id, every source URL kept (on
+   the driver where the clustered records are few, by aggregations on the cluster else).
 
 The outputs are the CLI's, with one difference in the merge log: the CLI logs each merge as
 it happens, naming the survivor of that moment, where this job names each merged record's
