@@ -326,7 +326,7 @@ def dedup(
         if collected is not None and local_roots.num_rows <= _survivors.LOCAL_MEMBERS:
             # Every usable record is new, but where a previous run stored its id.
             fresh_count = int(seen["docs"]) if state is None else everything.filter(~F.col("old")).count()
-            placement = _survivors.on_driver(everything, fresh, fresh_count, collected, local_roots, state, opts, at)
+            placement = _survivors.on_driver(everything, fresh, fresh_count, collected, roots, state, opts, at)
         else:
             placement = _survivors.on_cluster(everything, fresh, edges, roots, state, opts, at, persist)
         tally = placement.tally

@@ -190,77 +190,139 @@ def on_driver(
     fresh: DataFrame,
     fresh_count: int,
     edges: pa.Table,
-    roots: pa.Table,
+    roots: DataFrame,
     state: Optional[DataFrame],
     opts: Options,
     at: str,
 ) -> Placement:
-    """The same rows as `on_cluster`, from the verified `edges` and their components'
-    `roots` collected on the driver (`neardup.components`), and the clustered records'
-    narrow rows collected in one job. `fresh_count` is how many new records `fresh` holds."""
+    """The same rows as `on_cluster`, from the verified `edges` collected on the driver,
+    their components' `roots` (made there, `_components.on_driver`), and the clustered
+    records' narrow rows collected in one job. `fresh_count` is how many new records
+    `fresh` holds."""
     spark = everything.sparkSession
-    roots_df = F.broadcast(spark.createDataFrame(roots, ROOTS))
-    narrow = everything.select("doc", "id", "url", "first_seen", "fp", "fp_hi", "old").join(roots_df, "doc")
-    if state is not None:
-        was = state.join(roots_df.select("doc"), "doc").select("doc", (F.col("doc") == F.col("root")).alias("was_survivor"))
-        narrow = narrow.join(was, "doc", "left")
-    else:
-        narrow = narrow.withColumn("was_survivor", F.lit(None).cast("boolean"))
-    narrow = narrow.withColumn("was_survivor", F.coalesce(F.col("was_survivor"), F.lit(False)))
-    # Members in their cluster's order: the survivor (earliest first seen, then smallest
-    # id) first. Ids are unique, so the document id never decides.
-    t = narrow.toArrow().sort_by([("root", "ascending"), ("first_seen", "ascending"), ("id", "ascending")])
-    n = t.num_rows
-    root = t["root"].to_numpy()
-    starts = _starts(root)
-    offsets = np.r_[starts, n]
-    size = np.diff(offsets)
-    old = t["old"].to_numpy(zero_copy_only=False)
-    was_survivor = t["was_survivor"].to_numpy(zero_copy_only=False)
-    survivor_of = np.repeat(starts, size)  # each member's survivor's row
-    is_survivor = survivor_of == np.arange(n)
-    new = _sums(~old, starts)
-    was = _sums(old & was_survivor, starts)
-    s = t.take(pa.array(starts, pa.int64()))
-    s_old = old[starts]
+    c = _Clustered.collect(everything, roots, state)
+    # Each cluster's survivor is kept where new; its other new members are merged; its old
+    # members that survived the previous run, but for the survivor, are displaced.
+    s_old = c.old[c.starts]
     s_new = (~s_old).astype(np.int64)
-    new_clustered = int((~old).sum())
     tally = {
-        "kept": fresh_count - new_clustered + int(s_new.sum()),
-        "merged": int((new - s_new).sum()),
-        "displaced": int((was - (s_old & was_survivor[starts])).sum()),
-        "clusters": int(((size > 1) & (new > 0)).sum()),
+        "kept": fresh_count - int((~c.old).sum()) + int(s_new.sum()),
+        "merged": int((c.new - s_new).sum()),
+        "displaced": int((c.was - (s_old & c.was_survivor[c.starts])).sum()),
+        "clusters": int(((c.size > 1) & (c.new > 0)).sum()),
     }
-
-    url = t["url"].combine_chunks()
-    has_url = pc.is_valid(url).to_numpy(zero_copy_only=False)
-    url_offsets = np.r_[0, np.cumsum(has_url)][offsets]
-    urls = pa.ListArray.from_arrays(pa.array(url_offsets, pa.int32()), url.filter(pa.array(has_url)))
-    members = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), t["id"].combine_chunks())
+    s = c.rows.take(pa.array(c.starts, pa.int64()))
     clusters = pa.table(
         {
             "cluster": s["root"],
             "survivor": s["id"],
             "first_ms": s["first_seen"],
-            "members": members,
-            "source_urls": urls,
-            "size": pa.array(size, pa.int64()),
+            "members": pa.ListArray.from_arrays(pa.array(c.offsets, pa.int32()), c.ids),
+            "source_urls": c.urls,
+            "size": pa.array(c.size, pa.int64()),
         }
-    ).filter(pa.array((size > 1) & (new > 0)))
+    ).filter(pa.array((c.size > 1) & (c.new > 0)))
+    return Placement(
+        kept=_kept(_kept_on_driver(fresh, c, opts), tally["kept"]),
+        clusters=spark.createDataFrame(clusters, CLUSTERS).select(
+            "cluster", "survivor", _rfc3339(F.col("first_ms")).alias("first_seen"), "members", "source_urls", "size"
+        ),
+        merges=spark.createDataFrame(_merges_on_driver(c, edges), MERGES).select(
+            "kept",
+            "merged",
+            _hex(F.col("fp"), F.col("fp_hi"), opts.bits).alias("merged_fingerprint"),
+            "rule",
+            "distance",
+            "jaccard",
+            "matched",
+            F.filter(F.array(F.col("url")), lambda u: u.isNotNull()).alias("source_urls"),
+            "displaced",
+            F.lit(at).alias("at"),
+        ),
+        pairs=spark.createDataFrame(_pairs_on_driver(c, edges), PAIRS),
+        tally=tally,
+        on="driver",
+    )
 
-    # The kept records: every new record but the merged ones (each clustered record but
-    # its cluster's survivor); a clustered survivor's cluster columns are its cluster's, a
-    # singleton's its own.
-    group = np.repeat(np.arange(len(starts)), size)
+
+@dataclass
+class _Clustered:
+    """The clustered records on the driver, in their clusters' order: a cluster's rows
+    run from `starts[i]` to `offsets[i + 1]`, its survivor (earliest first seen, then
+    smallest id) first."""
+
+    #: `doc`, `id`, `url`, `first_seen`, `fp`, `fp_hi`, `old`, `was_survivor`, `root`.
+    rows: pa.Table
+    starts: np.ndarray
+    offsets: np.ndarray
+    size: np.ndarray
+    old: np.ndarray
+    was_survivor: np.ndarray
+    #: Each row's survivor's row.
+    survivor_of: np.ndarray
+    #: Per cluster: new members, and old ones that survived the previous run.
+    new: np.ndarray
+    was: np.ndarray
+    #: Per cluster: its members' URLs, in order, none null.
+    urls: pa.ListArray
+    docs: pa.Array
+    ids: pa.Array
+
+    @staticmethod
+    def collect(everything: DataFrame, roots: DataFrame, state: Optional[DataFrame]) -> "_Clustered":
+        roots = F.broadcast(roots)
+        narrow = everything.select("doc", "id", "url", "first_seen", "fp", "fp_hi", "old").join(roots, "doc")
+        if state is not None:
+            was = state.join(roots.select("doc"), "doc").select("doc", (F.col("doc") == F.col("root")).alias("was_survivor"))
+            narrow = narrow.join(was, "doc", "left")
+        else:
+            narrow = narrow.withColumn("was_survivor", F.lit(None).cast("boolean"))
+        narrow = narrow.withColumn("was_survivor", F.coalesce(F.col("was_survivor"), F.lit(False)))
+        # Ids are unique, so the document id never decides.
+        t = narrow.toArrow().sort_by([("root", "ascending"), ("first_seen", "ascending"), ("id", "ascending")])
+        starts = _starts(t["root"].to_numpy())
+        offsets = np.r_[starts, t.num_rows]
+        size = np.diff(offsets)
+        old = t["old"].to_numpy(zero_copy_only=False)
+        was_survivor = t["was_survivor"].to_numpy(zero_copy_only=False)
+        url = _array(t["url"])
+        has_url = pc.is_valid(url).to_numpy(zero_copy_only=False)
+        url_offsets = np.r_[0, np.cumsum(has_url)][offsets]
+        return _Clustered(
+            rows=t,
+            starts=starts,
+            offsets=offsets,
+            size=size,
+            old=old,
+            was_survivor=was_survivor,
+            survivor_of=np.repeat(starts, size),
+            new=_sums(~old, starts),
+            was=_sums(old & was_survivor, starts),
+            urls=pa.ListArray.from_arrays(pa.array(url_offsets, pa.int32()), url.filter(pa.array(has_url))),
+            docs=_array(t["doc"]),
+            ids=_array(t["id"]),
+        )
+
+    @property
+    def is_survivor(self) -> np.ndarray:
+        return self.survivor_of == np.arange(self.rows.num_rows)
+
+
+def _kept_on_driver(fresh: DataFrame, c: _Clustered, opts: Options) -> DataFrame:
+    """The kept records' narrow rows: every new record but the merged ones (each clustered
+    record but its cluster's survivor); a clustered survivor's cluster columns are its
+    cluster's, a singleton's its own."""
+    merged = ~c.is_survivor
+    cluster_of = np.repeat(np.arange(len(c.starts)), c.size)
     clustered = pa.table(
         {
-            "_nd_doc": t["doc"],
-            "_nd_drop": pa.array(~is_survivor),
-            "_nd_c_urls": urls.take(pa.array(group, pa.int64(), mask=~is_survivor)),
-            "_nd_c_size": pa.array(size[group], pa.int64(), mask=~is_survivor),
+            "_nd_doc": c.docs,
+            "_nd_drop": pa.array(merged),
+            "_nd_c_urls": c.urls.take(pa.array(cluster_of, pa.int64(), mask=merged)),
+            "_nd_c_size": pa.array(c.size[cluster_of], pa.int64(), mask=merged),
         }
     )
-    found = (
+    return (
         fresh.select(
             "_nd_doc",
             _stages.ROW,
@@ -270,7 +332,7 @@ def on_driver(
             F.col("_nd_first_seen").alias("_nd_first_ms"),
             _hex(F.col("_nd_fp"), F.col("_nd_fp_hi"), opts.bits).alias("_nd_hex"),
         )
-        .join(F.broadcast(spark.createDataFrame(clustered, CLUSTERED)), "_nd_doc", "left")
+        .join(F.broadcast(fresh.sparkSession.createDataFrame(clustered, CLUSTERED)), "_nd_doc", "left")
         .filter(~F.coalesce(F.col("_nd_drop"), F.lit(False)))
         .select(
             "_nd_doc",
@@ -284,8 +346,11 @@ def on_driver(
         )
     )
 
-    # Each merged record's best verified match, as `on_cluster` chooses it: edges in both
-    # directions, sorted so that each record's best comes first.
+
+def _merges_on_driver(c: _Clustered, edges: pa.Table) -> pa.Table:
+    """One row per merged record (a new one, or an old survivor displaced): its survivor
+    and its best verified match, chosen as `on_cluster` chooses it (an exact copy first,
+    then the highest Jaccard, the smallest distance, the smallest document id)."""
     directed = pa.table(
         {
             "doc": _array(edges["a"], edges["b"]),
@@ -301,57 +366,37 @@ def on_driver(
     directed = directed.sort_by(
         [("doc", "ascending"), ("exact", "descending"), ("j", "descending"), ("d", "ascending"), ("other", "ascending")]
     )
-    ends = directed["doc"].to_numpy()
-    best = directed.take(pa.array(_starts(ends), pa.int64()))
-
-    doc, ids = _array(t["doc"]), _array(t["id"])
-    merged = np.flatnonzero(~is_survivor & (~old | was_survivor))
-    m = t.take(pa.array(merged, pa.int64()))
+    best = directed.take(pa.array(_starts(directed["doc"].to_numpy()), pa.int64()))
+    merged = np.flatnonzero(~c.is_survivor & (~c.old | c.was_survivor))
+    m = c.rows.take(pa.array(merged, pa.int64()))
     e = best.take(pc.index_in(m["doc"], _array(best["doc"])))
-    merges = pa.table(
+    return pa.table(
         {
-            "kept": ids.take(pa.array(survivor_of[merged], pa.int64())),
+            "kept": c.ids.take(pa.array(c.survivor_of[merged], pa.int64())),
             "merged": m["id"],
             "fp": m["fp"],
             "fp_hi": m["fp_hi"],
             "rule": e["rule"],
             "distance": e["distance"],
             "jaccard": e["jaccard"],
-            "matched": ids.take(pc.index_in(e["other"], doc)),
+            "matched": c.ids.take(pc.index_in(e["other"], c.docs)),
             "url": m["url"],
             "displaced": m["old"],
         }
     )
+
+
+def _pairs_on_driver(c: _Clustered, edges: pa.Table) -> pa.Table:
+    """The verified pairs of this run (not the previous run's links) by id."""
     named = edges.filter(pc.not_equal(pc.fill_null(edges["rule"], ""), "previous"))
-    pairs = pa.table(
+    return pa.table(
         {
-            "a": ids.take(pc.index_in(named["a"], doc)),
-            "b": ids.take(pc.index_in(named["b"], doc)),
+            "a": c.ids.take(pc.index_in(named["a"], c.docs)),
+            "b": c.ids.take(pc.index_in(named["b"], c.docs)),
             "rule": named["rule"],
             "distance": named["distance"],
             "jaccard": named["jaccard"],
         }
-    )
-    return Placement(
-        kept=_kept(found, tally["kept"]),
-        clusters=spark.createDataFrame(clusters, CLUSTERS).select(
-            "cluster", "survivor", _rfc3339(F.col("first_ms")).alias("first_seen"), "members", "source_urls", "size"
-        ),
-        merges=spark.createDataFrame(merges, MERGES).select(
-            "kept",
-            "merged",
-            _hex(F.col("fp"), F.col("fp_hi"), opts.bits).alias("merged_fingerprint"),
-            "rule",
-            "distance",
-            "jaccard",
-            "matched",
-            F.filter(F.array(F.col("url")), lambda u: u.isNotNull()).alias("source_urls"),
-            "displaced",
-            F.lit(at).alias("at"),
-        ),
-        pairs=spark.createDataFrame(pairs, PAIRS),
-        tally=tally,
-        on="driver",
     )
 
 
