@@ -510,9 +510,9 @@ def test_survivors_on_the_driver_and_on_the_cluster_are_the_same_rows(spark, rea
 
     def run(where: str) -> list:
         if where == "cluster":
-            monkeypatch.setattr(_survivors, "LOCAL_MEMBERS", 0)
+            monkeypatch.setattr(_survivors, "LOCAL_SURVIVORS", 0)
         else:
-            monkeypatch.setattr(_survivors, "LOCAL_MEMBERS", 1_000_000)
+            monkeypatch.setattr(_survivors, "LOCAL_SURVIVORS", 1_000_000)
         first = dedup(spark.createDataFrame(day1), now=at)
         assert first.report["survivors_on"] == where
         first.write(str(tmp_path / where))

@@ -313,8 +313,11 @@ def dedup(
         lap("candidates_and_verification")
 
         # Few enough pairs to collect: their components on the driver, and, where the
-        # records they cluster are few enough too, the survivors.
-        collected = edges.toArrow() if edge_count <= opts.local_components else None
+        # pairs and the records they cluster are fewer still, the survivors (the pairs
+        # collected with their rules and scores for those).
+        local = edge_count <= opts.local_components
+        scored = edge_count <= _survivors.LOCAL_SURVIVORS
+        collected = (edges if scored else edges.select("a", "b")).toArrow() if local else None
         if collected is not None:
             local_roots = _components.on_driver(collected)
             roots, rounds = spark.createDataFrame(local_roots, _survivors.ROOTS), 0
@@ -323,7 +326,7 @@ def dedup(
         lap("components")
 
         at = neardup_time(now_ms)
-        if collected is not None and local_roots.num_rows <= _survivors.LOCAL_MEMBERS:
+        if local and scored and local_roots.num_rows <= _survivors.LOCAL_SURVIVORS:
             # Every usable record is new, but where a previous run stored its id.
             fresh_count = int(seen["docs"]) if state is None else everything.filter(~F.col("old")).count()
             placement = _survivors.on_driver(everything, fresh, fresh_count, collected, roots, state, opts, at)

@@ -85,10 +85,10 @@ class Options:
     #: "tiles" where the blocks are that narrow, else "groups"; the report's rule names
     #: the one used.
     verify: str = "auto"
-    #: Up to this many verified pairs, clusters are made on the driver (the pairs collected
-    #: with their rule and scores, about 40 bytes each), and their survivors too where they
-    #: cluster at most 1M records; above it, by large-star / small-star on the cluster. The
-    #: same clusters.
+    #: Up to this many verified pairs, clusters are made on the driver (the pairs collected,
+    #: 16 bytes each), and their survivors too where the pairs and the records they cluster
+    #: are at most 1M; above it, by large-star / small-star on the cluster. The same
+    #: clusters.
     local_components: int = 5_000_000
 
     def __post_init__(self) -> None:

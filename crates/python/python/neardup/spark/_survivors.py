@@ -22,9 +22,10 @@ from pyspark.sql import types as T
 from . import _stages
 from ._options import Options
 
-#: Up to this many clustered records (records with a verified pair), their rows are
-#: collected and the clusters computed on the driver: about 200 bytes a record.
-LOCAL_MEMBERS = 1_000_000
+#: Up to this many verified pairs, and records they cluster, the pairs (about 40 bytes
+#: each) and the records' narrow rows (about 200 bytes) are collected and the survivors
+#: computed on the driver.
+LOCAL_SURVIVORS = 1_000_000
 
 #: Up to this many kept records, their narrow rows (about 100 bytes each) are broadcast to
 #: the input read again for their own columns, which is then not shuffled.
