@@ -678,8 +678,9 @@ def _tile_pairs(reps: DataFrame, sets: DataFrame, opts: Options, counted: Any) -
     with each other. Returns the verified pairs and the report's `skew` (the tiles; no
     tile is over the cap by more than the quantiles' 1%)."""
     spark = reps.sparkSession
-    counts = {bool(r["old"]): int(r["count"]) for r in reps.groupBy("old").count().collect()}
-    new_records, old_records = counts.get(False, 0), counts.get(True, 0)
+    # Both sides counted in one global aggregation (no shuffle by side).
+    counts = reps.agg(F.count(F.when(~F.col("old"), 1)).alias("new"), F.count(F.when(F.col("old"), 1)).alias("old")).first()
+    new_records, old_records = int(counts["new"]), int(counts["old"])
     cap, t = opts.max_bucket, opts.min_jaccard
     new_count = tile_count(new_records, cap, spark.sparkContext.defaultParallelism)
     old_count = math.ceil(old_records / cap) if new_records else 0
