@@ -6,10 +6,13 @@ a star around its smallest document id."""
 
 from __future__ import annotations
 
-from typing import Tuple
+from typing import TYPE_CHECKING, Tuple
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 #: Rounds after which the job stops with an error rather than loop: each round at least
 #: halves a component's diameter in practice (the paper bounds it by O(log^2 n)).

@@ -158,23 +158,23 @@ def on_cluster(
         .select(
             F.col("s_id").alias("kept"),
             F.col("id").alias("merged"),
-            _hex(F.col("fp"), F.col("fp_hi"), opts.bits).alias("merged_fingerprint"),
-            F.col("e.rule").alias("rule"),
-            F.col("e.distance").alias("distance"),
-            F.col("e.jaccard").alias("jaccard"),
-            F.col("matched"),
-            F.filter(F.array(F.col("url")), lambda u: u.isNotNull()).alias("source_urls"),
+            "fp",
+            "fp_hi",
+            "e.rule",
+            "e.distance",
+            "e.jaccard",
+            "matched",
+            "url",
             F.col("old").alias("displaced"),
-            F.lit(at).alias("at"),
         )
     )
     clusters = comp.filter((F.col("size") > 1) & (F.col("new") > 0)).select(
         F.col("root").alias("cluster"),
         F.col("s.id").alias("survivor"),
-        _rfc3339(F.col("s.first_seen")).alias("first_seen"),
+        F.col("s.first_seen").alias("first_ms"),
         F.transform("m", lambda x: x["id"]).alias("members"),
         urls.alias("source_urls"),
-        F.col("size"),
+        "size",
     )
     names = members.select("doc", "id")
     pairs = (
@@ -183,7 +183,14 @@ def on_cluster(
         .join(names.select(F.col("doc").alias("b"), F.col("id").alias("b_id")), "b")
         .select(F.col("a_id").alias("a"), F.col("b_id").alias("b"), "rule", "distance", "jaccard")
     )
-    return Placement(kept=kept, clusters=clusters, merges=merges, pairs=pairs, tally=tally, on="cluster")
+    return Placement(
+        kept=kept,
+        clusters=_clusters_out(clusters),
+        merges=_merges_out(merges, opts, at),
+        pairs=pairs,
+        tally=tally,
+        on="cluster",
+    )
 
 
 def on_driver(
@@ -225,24 +232,39 @@ def on_driver(
     ).filter(pa.array((c.size > 1) & (c.new > 0)))
     return Placement(
         kept=_kept(_kept_on_driver(fresh, c, opts), tally["kept"]),
-        clusters=spark.createDataFrame(clusters, CLUSTERS).select(
-            "cluster", "survivor", _rfc3339(F.col("first_ms")).alias("first_seen"), "members", "source_urls", "size"
-        ),
-        merges=spark.createDataFrame(_merges_on_driver(c, edges), MERGES).select(
-            "kept",
-            "merged",
-            _hex(F.col("fp"), F.col("fp_hi"), opts.bits).alias("merged_fingerprint"),
-            "rule",
-            "distance",
-            "jaccard",
-            "matched",
-            F.filter(F.array(F.col("url")), lambda u: u.isNotNull()).alias("source_urls"),
-            "displaced",
-            F.lit(at).alias("at"),
-        ),
+        clusters=_clusters_out(spark.createDataFrame(clusters, CLUSTERS)),
+        merges=_merges_out(spark.createDataFrame(_merges_on_driver(c, edges), MERGES), opts, at),
         pairs=spark.createDataFrame(_pairs_on_driver(c, edges), PAIRS),
         tally=tally,
         on="driver",
+    )
+
+
+def _present(column: str) -> "F.Column":
+    """A one-element array of `column`, empty where it is null (a record's own URLs)."""
+    return F.filter(F.array(F.col(column)), lambda u: u.isNotNull())
+
+
+def _clusters_out(clusters: DataFrame) -> DataFrame:
+    """The clusters output from rows shaped as `CLUSTERS`."""
+    return clusters.select(
+        "cluster", "survivor", _rfc3339(F.col("first_ms")).alias("first_seen"), "members", "source_urls", "size"
+    )
+
+
+def _merges_out(merges: DataFrame, opts: Options, at: str) -> DataFrame:
+    """The merges output from rows shaped as `MERGES`, logged `at`."""
+    return merges.select(
+        "kept",
+        "merged",
+        _hex(F.col("fp"), F.col("fp_hi"), opts.bits).alias("merged_fingerprint"),
+        "rule",
+        "distance",
+        "jaccard",
+        "matched",
+        _present("url").alias("source_urls"),
+        "displaced",
+        F.lit(at).alias("at"),
     )
 
 
@@ -329,7 +351,7 @@ def _kept_on_driver(fresh: DataFrame, c: _Clustered, opts: Options) -> DataFrame
             _stages.ROW,
             F.col(_stages.CHECK).alias("_nd_was"),
             "_nd_language",
-            F.filter(F.array(F.col("_nd_url")), lambda u: u.isNotNull()).alias("_nd_own_urls"),
+            _present("_nd_url").alias("_nd_own_urls"),
             F.col("_nd_first_seen").alias("_nd_first_ms"),
             _hex(F.col("_nd_fp"), F.col("_nd_fp_hi"), opts.bits).alias("_nd_hex"),
         )
