@@ -293,10 +293,12 @@ def dedup(
             # A projection of persisted records: recomputed where read, never copied.
             everything = new
 
-        reps, exact = _stages.exact_tier(everything)
-        reps = persist(reps)
+        reps, exact = _stages.exact_tier(everything, persist)
+        # Upper bounds on the representatives of each side: the usable records' distinct
+        # ids, and the previous run's records.
+        bounds = (int(seen["docs"]), state.count() if state is not None else 0)
         near, skew, candidate_count = _stages.near_pairs(
-            reps, everything, opts, skip_old=state is not None, persist=persist
+            reps, everything, opts, skip_old=state is not None, persist=persist, bounds=bounds
         )
         edges = exact.unionByName(near)
         if state is not None:
@@ -333,7 +335,10 @@ def dedup(
         else:
             placement = _survivors.on_cluster(everything, fresh, edges, roots, state, opts, at, persist)
         tally = placement.tally
-        counts = {"kept": tally["kept"], "merged": tally["merged"], "rejected": rejects.count()}
+        # The analysis's rejects were counted in its pass; only repeated or stored ids add
+        # more. (`write` checks the rows it writes against these counts.)
+        rejected = input_records - int(seen["usable"]) if repeats is None and state is None else rejects.count()
+        counts = {"kept": tally["kept"], "merged": tally["merged"], "rejected": rejected}
         result = _outputs(opts, json, source, rejects, placement, everything, roots)
         lap("survivors")
         report = {

@@ -260,25 +260,30 @@ def with_input(rejects: DataFrame, source: DataFrame, json_column: Optional[str]
     return rejects.drop("_nd_input").join(lines, ROW, "left")
 
 
-def exact_tier(records: DataFrame) -> Tuple[DataFrame, DataFrame]:
+def exact_tier(records: DataFrame, persist: Callable[[DataFrame], DataFrame]) -> Tuple[DataFrame, DataFrame]:
     """Stage 1b: records of one content hash collapse onto one representative (the earliest
     first seen, then the smallest id), which alone goes on to the candidate search:
     (representatives, exact edges `a` -> `b` with `rule` "exact").
 
     One aggregation over narrow rows gives both: each content hash's smallest (first seen,
     id) row is its representative, with what the search reads (`doc`, `fp`, `fp_hi`,
-    `size` the set's length, `old`); the copies of the hashes held more than once are then
-    joined to their representative. The sets stay in `records`: the candidate search reads
-    them only for the records it verifies."""
+    `size` the set's length, `old`) and how many records share the hash; it is persisted
+    (with `persist`), and the copies of the hashes held more than once are joined to their
+    representative from there, not from a second aggregation. The sets stay in `records`:
+    the candidate search reads them only for the records it verifies."""
     size = (F.length("set") / 4).cast("int").alias("size")
     narrow = records.select("doc", "content", "first_seen", "id", "fp", "fp_hi", size, "old")
-    groups = narrow.groupBy("content").agg(
-        # doc is unique, so the fields after it never decide.
-        F.min(F.struct("first_seen", "id", "doc", "fp", "fp_hi", "size", "old")).alias("r"),
-        F.count(F.lit(1)).alias("n"),
+    groups = persist(
+        narrow.groupBy("content")
+        .agg(
+            # doc is unique, so the fields after it never decide.
+            F.min(F.struct("first_seen", "id", "doc", "fp", "fp_hi", "size", "old")).alias("r"),
+            F.count(F.lit(1)).alias("n"),
+        )
+        .select("content", "n", "r.doc", "r.fp", "r.fp_hi", "r.size", "r.old")
     )
-    reps = groups.select("r.doc", "r.fp", "r.fp_hi", "r.size", "r.old")
-    copied = groups.filter(F.col("n") > 1).select("content", F.col("r.doc").alias("rep"))
+    reps = groups.select("doc", "fp", "fp_hi", "size", "old")
+    copied = groups.filter(F.col("n") > 1).select("content", F.col("doc").alias("rep"))
     edges = (
         narrow.select("doc", "content")
         .join(copied, "content")
@@ -350,6 +355,7 @@ def near_pairs(
     opts: Options,
     skip_old: bool,
     persist: Callable[[DataFrame], DataFrame],
+    bounds: Tuple[int, int],
 ) -> Tuple[DataFrame, Dict[str, Any], Any]:
     """Stages 2 and 3: every pair of representatives (`reps`, as `exact_tier` gives them)
     within `max_distance` bits whose exact Jaccard is at least `min_jaccard`, their sets
@@ -360,7 +366,8 @@ def near_pairs(
     join or a pair-by-pair scan) and each reported only by the lowest block the two agree
     on, so no global distinct is needed. A group over `max_bucket` is cut into tiles and
     compared tile pair by tile pair. With `skip_old`, pairs of two records of the previous
-    run (decided then) are not scored.
+    run (decided then) are not scored. `bounds`: upper bounds on the new and the old
+    representatives, which `verify="tiles"` counts its tiles from.
 
     `verify="groups"` verifies each pair in its group, where the two sets meet, in two
     rounds: narrow block rows (fingerprint and set length) find the records that have a
@@ -384,7 +391,7 @@ def near_pairs(
     sets = records.select("doc", "fp", "fp_hi", "set", *old)
     counted = spark.sparkContext.accumulator(0)
     if opts.verify == "tiles":
-        pairs, skew = _tile_pairs(reps, sets, opts, counted)
+        pairs, skew = _tile_pairs(reps, sets, opts, counted, bounds)
         pairs = pairs.select("a", "b", F.lit("simhash+jaccard").alias("rule"), "distance", "jaccard")
         return pairs, skew, counted
 
@@ -659,7 +666,9 @@ class _Router:
         )
 
 
-def _tile_pairs(reps: DataFrame, sets: DataFrame, opts: Options, counted: Any) -> Tuple[DataFrame, Dict[str, Any]]:
+def _tile_pairs(
+    reps: DataFrame, sets: DataFrame, opts: Options, counted: Any, bounds: Tuple[int, int]
+) -> Tuple[DataFrame, Dict[str, Any]]:
     """`verify="tiles"`: the representatives cut into tiles in set-size order and every pair
     compared once, in the tile pair that holds it, where both sets are (one round). Right
     where the pigeonhole groups are coarse (`coarse_blocks`): they would compare more pairs
@@ -678,23 +687,26 @@ def _tile_pairs(reps: DataFrame, sets: DataFrame, opts: Options, counted: Any) -
     with each other. Returns the verified pairs and the report's `skew` (the tiles; no
     tile is over the cap by more than the quantiles' 1%)."""
     spark = reps.sparkSession
-    # Both sides counted in one global aggregation (no shuffle by side).
-    counts = reps.agg(F.count(F.when(~F.col("old"), 1)).alias("new"), F.count(F.when(F.col("old"), 1)).alias("old")).first()
-    new_records, old_records = int(counts["new"]), int(counts["old"])
     cap, t = opts.max_bucket, opts.min_jaccard
-    new_count = tile_count(new_records, cap, spark.sparkContext.defaultParallelism)
-    old_count = math.ceil(old_records / cap) if new_records else 0
-    # The quantiles of the order that cut each side into its tiles, in one pass.
-    cuts = []
+    # The tiles are counted from upper bounds on each side's representatives (`bounds`),
+    # so that one pass counts both sides and cuts them at the quantiles of the order: no
+    # tile is over the cap either way, and at worst a side whose records collapse onto
+    # far fewer representatives is cut finer than it needs.
+    new_bound, old_bound = bounds
+    new_count = tile_count(new_bound, cap, spark.sparkContext.defaultParallelism)
+    old_count = math.ceil(old_bound / cap)
+    aggs = [F.count(F.when(~F.col("old"), 1)).alias("new"), F.count(F.when(F.col("old"), 1)).alias("old")]
     for is_old, count in ((False, new_count), (True, old_count)):
         if count > 1:
             share = F.array(*[F.lit(i / count) for i in range(1, count)])
             on_side = F.when(F.col("old") == F.lit(is_old), _order())
             # Ranks within 1% of a tile's records.
-            cuts.append(F.percentile_approx(on_side, share, max(10_000, 100 * count)).alias(str(is_old)))
-    quantiles = reps.agg(*cuts).first().asDict() if cuts else {}
-    new = _tiles_of(quantiles.get("False"))
-    old = _tiles_of(quantiles.get("True")) if old_count else None
+            aggs.append(F.percentile_approx(on_side, share, max(10_000, 100 * count)).alias(str(is_old)))
+    seen = reps.agg(*aggs).first().asDict()
+    new_records, old_records = int(seen["new"]), int(seen["old"])
+    new = _tiles_of(seen.get("False"))
+    # Without a new record, the old ones meet nothing.
+    old = _tiles_of(seen.get("True")) if old_count and new_records else None
     n, o = new.count, (old.count if old else 0)
     # Tiles 0 .. n - 1 hold new records, n .. n + o - 1 old ones. The pairs: new tiles that
     # can meet (and each with itself), then each new tile with each old one it can meet.
