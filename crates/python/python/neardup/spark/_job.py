@@ -457,7 +457,7 @@ def _outputs(opts, json, source, placement, rejected, state) -> Result:
     # The kept records' own columns, read again from the input by their rows' positions
     # (a few narrow columns found them): the text never rides through the persisted
     # stages. A row whose columns hash otherwise than on the first read stops the job.
-    kept_rows = source.join(placement.kept, _stages.ROW).filter(
+    kept_rows = placement.keep(source).filter(
         F.assert_true(F.col(_stages.CHECK) == F.col("_nd_was"), F.lit(CHANGED)).isNull()
     )
     input_cols = [c for c in source.columns if not c.startswith("_nd_")]

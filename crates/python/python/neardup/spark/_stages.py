@@ -735,7 +735,9 @@ def _tile_pairs(
     if not old:
         # No new record to meet them (or no previous run).
         narrow = narrow.filter(~F.col("old"))
-    routes = narrow.mapInArrow(executor(route), ROUTES)
+    # A task a core: the routing is a few binary searches a row, less than a Python
+    # task's own cost on the exact tier's many small partitions.
+    routes = narrow.coalesce(spark.sparkContext.defaultParallelism).mapInArrow(executor(route), ROUTES)
     rows = routes.join(sets, "doc").select(
         F.lit(0).alias("block"),
         F.lit(0).cast("long").alias("value"),

@@ -10,7 +10,7 @@ for the merged ones)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, Optional
+from typing import Any, Callable, Dict, Optional
 
 import numpy as np
 import pyarrow as pa
@@ -27,8 +27,9 @@ from ._options import Options
 #: computed on the driver.
 LOCAL_SURVIVORS = 1_000_000
 
-#: Up to this many kept records, their narrow rows (about 100 bytes each) are broadcast to
-#: the input read again for their own columns, which is then not shuffled.
+#: Up to this many kept records (new records, where the survivors are placed on the
+#: driver), their narrow rows (about 100 bytes each) are broadcast to the input read again
+#: for their own columns, which is then not shuffled.
 BROADCAST_KEPT = 1_000_000
 
 
@@ -36,9 +37,10 @@ BROADCAST_KEPT = 1_000_000
 class Placement:
     """Each record's place in its cluster, as the outputs need it."""
 
-    #: The kept records' narrow rows: `_nd_doc`, `ROW`, `_nd_was` (the row's hash),
-    #: `_nd_language`, `_nd_source_urls`, `_nd_first_ms`, `_nd_size`, `_nd_hex`.
-    kept: DataFrame
+    #: The kept records' rows of the input read again (`_stages.located`), joined to
+    #: their narrow columns: `_nd_doc`, `_nd_was` (the row's hash), `_nd_language`,
+    #: `_nd_source_urls`, `_nd_first_ms`, `_nd_size`, `_nd_hex`.
+    keep: Callable[[DataFrame], DataFrame]
     #: The outputs of the same names (see `Result`).
     clusters: DataFrame
     merges: DataFrame
@@ -184,7 +186,7 @@ def on_cluster(
         .select(F.col("a_id").alias("a"), F.col("b_id").alias("b"), "rule", "distance", "jaccard")
     )
     return Placement(
-        kept=kept,
+        keep=lambda source: source.join(kept, _stages.ROW),
         clusters=_clusters_out(clusters),
         merges=_merges_out(merges, opts, at),
         pairs=pairs,
@@ -227,7 +229,7 @@ def on_driver(
         }
     ).filter(pa.array((c.size > 1) & (c.new > 0)))
     return Placement(
-        kept=_kept(_kept_on_driver(fresh, c, opts), tally["kept"]),
+        keep=_kept_on_driver(fresh, fresh_count, c, opts),
         clusters=_clusters_out(spark.createDataFrame(clusters, CLUSTERS)),
         merges=_merges_out(spark.createDataFrame(_merges_on_driver(c, edges), MERGES), opts, at),
         pairs=spark.createDataFrame(_pairs_on_driver(c, edges), PAIRS),
@@ -329,10 +331,12 @@ class Clustered:
         return self.survivor_of == np.arange(self.rows.num_rows)
 
 
-def _kept_on_driver(fresh: DataFrame, c: Clustered, opts: Options) -> DataFrame:
-    """The kept records' narrow rows: every new record but the merged ones (each clustered
-    record but its cluster's survivor); a clustered survivor's cluster columns are its
-    cluster's, a singleton's its own."""
+def _kept_on_driver(fresh: DataFrame, fresh_count: int, c: Clustered, opts: Options) -> Callable[[DataFrame], DataFrame]:
+    """The kept records: every new record but the merged ones (each clustered record but
+    its cluster's survivor); a clustered survivor's cluster columns are its cluster's, a
+    singleton's its own. The input read again is joined to the new records' narrow rows
+    and to the clustered ones made here, each broadcast on its own, so that neither waits
+    for the other."""
     merged = ~c.is_survivor
     cluster_of = np.repeat(np.arange(len(c.starts)), c.size)
     clustered = pa.table(
@@ -343,7 +347,8 @@ def _kept_on_driver(fresh: DataFrame, c: Clustered, opts: Options) -> DataFrame:
             "_nd_c_size": pa.array(c.size[cluster_of], pa.int64(), mask=merged),
         }
     )
-    return (
+    clustered = F.broadcast(fresh.sparkSession.createDataFrame(clustered, CLUSTERED))
+    found = _kept(
         fresh.select(
             "_nd_doc",
             _stages.ROW,
@@ -352,20 +357,21 @@ def _kept_on_driver(fresh: DataFrame, c: Clustered, opts: Options) -> DataFrame:
             _present("_nd_url").alias("_nd_own_urls"),
             F.col("_nd_first_seen").alias("_nd_first_ms"),
             _hex(F.col("_nd_fp"), F.col("_nd_fp_hi"), opts.bits).alias("_nd_hex"),
-        )
-        .join(F.broadcast(fresh.sparkSession.createDataFrame(clustered, CLUSTERED)), "_nd_doc", "left")
-        .filter(~F.coalesce(F.col("_nd_drop"), F.lit(False)))
-        .select(
-            "_nd_doc",
-            _stages.ROW,
-            "_nd_was",
-            "_nd_language",
-            F.coalesce(F.col("_nd_c_urls"), F.col("_nd_own_urls")).alias("_nd_source_urls"),
-            "_nd_first_ms",
-            F.coalesce(F.col("_nd_c_size"), F.lit(1).cast("long")).alias("_nd_size"),
-            "_nd_hex",
-        )
+        ),
+        fresh_count,
     )
+
+    def keep(source: DataFrame) -> DataFrame:
+        return (
+            source.join(found, _stages.ROW)
+            .join(clustered, "_nd_doc", "left")
+            .filter(~F.coalesce(F.col("_nd_drop"), F.lit(False)))
+            .withColumn("_nd_source_urls", F.coalesce(F.col("_nd_c_urls"), F.col("_nd_own_urls")))
+            .withColumn("_nd_size", F.coalesce(F.col("_nd_c_size"), F.lit(1).cast("long")))
+            .drop("_nd_drop", "_nd_c_urls", "_nd_c_size", "_nd_own_urls")
+        )
+
+    return keep
 
 
 def _merges_on_driver(c: Clustered, edges: pa.Table) -> pa.Table:
