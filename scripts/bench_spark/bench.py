@@ -91,9 +91,9 @@ def spark_run(spark, corpus: Path, out: Path, write: bool, **options) -> dict:
 
     before = last_stage(spark)
     started = time.monotonic()
-    # Written as the run goes, as `python -m neardup.spark dedup` writes.
-    written = dict(output=str(out), format="jsonl") if write else {}
-    result = dedup(spark.read.text(str(corpus)), json="value", **written, **options)
+    result = dedup(spark.read.text(str(corpus)), json="value", **options)
+    if write:
+        result.write(str(out), format="jsonl")
     wall = time.monotonic() - started
     metrics = stage_metrics(spark, before)
     pairs = None

@@ -530,40 +530,6 @@ def test_survivors_on_the_driver_and_on_the_cluster_are_the_same_rows(spark, rea
             assert d[name] == c[name], name
 
 
-@pytest.mark.parametrize("where", ["driver", "cluster"])
-def test_outputs_written_as_the_run_goes_are_the_ones_written_after_it(spark, real_corpus, tmp_path, monkeypatch, where):
-    """`dedup(..., output=DIR)` starts the state and the rejects while the survivors are
-    placed: the files are the ones `Result.write` writes after the run."""
-    from neardup.spark import _survivors
-
-    monkeypatch.setattr(_survivors, "LOCAL_SURVIVORS", 1_000_000 if where == "driver" else 0)
-    records, _ = real_corpus
-    path = write_jsonl(tmp_path / "in.jsonl", records[2::7][:600] + [{"id": "broken", "text": None}])
-    df = spark.read.text(str(path))
-    at = datetime(2026, 5, 1, tzinfo=timezone.utc)
-    with pytest.raises(ValueError, match="format"):
-        dedup(df, json="value", output=str(tmp_path / "never"), format="csv")
-    assert not (tmp_path / "never").exists()
-
-    after = dedup(df, json="value", now=at)
-    after.write(str(tmp_path / "after"), format="jsonl", pairs=True)
-    going = dedup(df, json="value", now=at, output=str(tmp_path / "going"), format="jsonl", pairs=True)
-    assert going.report["survivors_on"] == where and going.report["merged"] > 0 and going.report["rejected"] == 1
-
-    def lines(run: str, name: str) -> list:
-        return sorted(l for p in glob.glob(str(tmp_path / run / name / "part-*")) for l in open(p, encoding="utf-8"))
-
-    for name in ("kept", "clusters", "merges", "rejects", "pairs"):
-        assert lines("going", name) == lines("after", name), name
-    assert len(lines("going", "kept")) == going.report["kept"]
-    state = {run: sorted(map(tuple, spark.read.parquet(str(tmp_path / run / "state")).collect())) for run in ("after", "going")}
-    assert state["going"] == state["after"] and len(state["going"]) == 600
-    reports = [json.loads((tmp_path / run / "report.json").read_text()) for run in ("after", "going")]
-    for report in reports:
-        assert set(report.pop("timings_seconds")) >= {"analysis", "survivors", "write"}
-    assert reports[0] == reports[1]
-
-
 def test_empty_input(spark, tmp_path):
     path = write_jsonl(tmp_path / "empty.jsonl", [])
     result = dedup(spark.read.text(str(path)), json="value")

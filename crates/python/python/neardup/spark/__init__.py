@@ -2,10 +2,8 @@
 holds.
 
     from neardup.spark import dedup
-    result = dedup(spark.read.parquet("crawl/"), id="id", text="body_text", output="out/")
-
-(`output` writes the outputs as the run goes: the state and the rejects while the driver
-places the survivors; without it, `result.write("out/")` writes the same files after)
+    result = dedup(spark.read.parquet("crawl/"), id="id", text="body_text")
+    result.write("out/", format="parquet")
 
 or from a shell, on a local master or any master `spark-submit` gives:
 

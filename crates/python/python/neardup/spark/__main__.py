@@ -157,14 +157,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     spark = session(args.master, args.shuffle_partitions)
     fmt = _input_format(args.input, args.format)
     try:
-        # Written as the run goes (`dedup`'s `output`).
-        written = dict(output=args.output, format=args.output_format or fmt, pairs=args.pairs)
         if fmt == "jsonl":
             df = spark.read.text(args.input)
-            result = dedup(df, json="value", previous=_state(args.previous), options=options, **written)
+            result = dedup(df, json="value", previous=_state(args.previous), options=options)
         else:
             df = spark.read.parquet(*args.input)
-            result = dedup(df, previous=_state(args.previous), options=options, **written)
+            result = dedup(df, previous=_state(args.previous), options=options)
+        result.write(args.output, format=args.output_format or fmt, pairs=args.pairs)
     except AccountingError as e:
         print(f"accounting error: {e}", file=sys.stderr)
         return EXIT_ACCOUNTING

@@ -84,96 +84,58 @@ class Result:
         """Writes kept, clusters, merges, rejects (and pairs) as `format` ("parquet" or
         "jsonl") directories under `out`, the state as Parquet, and report.json. The rows
         written are counted as they are written and checked against the report's counts
-        (AccountingError where they differ). `dedup(..., output=out)` writes the same files
-        as the run goes."""
-        writer = _Writer(out, format, pairs)
-        writer.start_unplaced(self.state, self.rejects, self.boilerplate)
-        writer.finish(self)
-
-
-class _Writer:
-    """A run's outputs written under `out`, each a Spark job of its own, submitted as soon
-    as its rows are known and run together: the small ones (merges, rejects, clusters) run
-    in the slots the large ones leave free instead of one after another, and where the run
-    writes as it goes, the ones the survivors do not decide (the state, the rejects) run
-    while the driver places the survivors."""
-
-    def __init__(self, out: str, format: str, pairs: bool):
+        (AccountingError where they differ)."""
         if format not in ("parquet", "jsonl"):
             raise ValueError(f"format {format!r}: \"parquet\" or \"jsonl\"")
-        self.out, self.format, self.pairs = out, format, pairs
-        self.pool = ThreadPoolExecutor(max_workers=len(OUTPUTS) + 2)
-        self.jobs: List[Any] = []
-        self.written: Dict[str, Observation] = {}
+        started = time.monotonic()
+        outputs = {
+            "kept": self.kept,
+            "clusters": self.clusters,
+            "merges": self.merges,
+            "rejects": self.rejects,
+        }
+        if pairs:
+            outputs["pairs"] = self.pairs
+        written = {name: Observation(f"neardup_{name}") for name in outputs}
 
-    def output(self, name: str, df: DataFrame, json: Optional[str] = None) -> None:
-        """One of `OUTPUTS` as `format`, its rows counted as they are written (the kept
-        records as their JSON lines where the input was JSON lines, `json` their column)."""
-        observed = self.written[name] = Observation(f"neardup_{name}")
-        df = df.observe(observed, F.count(F.lit(1)).alias("rows"))
-        path = os.path.join(self.out, name)
-
-        def write() -> None:
-            if self.format == "parquet":
+        def write_one(name: str) -> None:
+            path = os.path.join(out, name)
+            df = outputs[name].observe(written[name], F.count(F.lit(1)).alias("rows"))
+            if format == "parquet":
                 df.write.mode("overwrite").parquet(path)
-            elif name == "kept" and json is not None:
-                df.select(F.col(json).alias("value")).write.mode("overwrite").text(path)
+            elif name == "kept" and self.json is not None:
+                df.select(F.col(self.json).alias("value")).write.mode("overwrite").text(path)
             else:
                 df.write.mode("overwrite").json(path, ignoreNullFields=True)
 
-        self.jobs.append(self.pool.submit(write))
+        # The state (and the boilerplate) for the next run, always Parquet.
+        tables = {"state": self.state}
+        if self.boilerplate is not None:
+            tables[BOILERPLATE] = self.boilerplate
 
-    def table(self, name: str, df: DataFrame) -> None:
-        """The state or the boilerplate, for the next run: always Parquet."""
-        path = os.path.join(self.out, name)
-        self.jobs.append(self.pool.submit(lambda: df.write.mode("overwrite").parquet(path)))
+        def write_table(name: str) -> None:
+            tables[name].write.mode("overwrite").parquet(os.path.join(out, name))
 
-    def start_unplaced(self, state: DataFrame, rejects: DataFrame, boilerplate: Optional[DataFrame]) -> None:
-        """The outputs the survivors do not decide."""
-        self.table("state", state)
-        if boilerplate is not None:
-            self.table(BOILERPLATE, boilerplate)
-        self.output("rejects", rejects)
-
-    def finish(self, result: "Result") -> None:
-        """Writes the rest of `result`'s outputs, waits for every write, checks the rows
-        written against the report's counts and writes report.json."""
-        started = time.monotonic()
-        self.output("kept", result.kept, result.json)
-        self.output("clusters", result.clusters)
-        self.output("merges", result.merges)
-        if self.pairs:
-            self.output("pairs", result.pairs)
-        self.wait()
-        rows = {name: int(obs.get["rows"]) for name, obs in self.written.items()}
+        # Each output is a job of its own: submitted together, the small ones (merges,
+        # rejects, clusters) run in the slots the large ones leave free instead of one after
+        # another, each with its own scheduling.
+        with ThreadPoolExecutor(max_workers=len(outputs) + len(tables)) as pool:
+            jobs = [pool.submit(write_one, name) for name in outputs]
+            jobs += [pool.submit(write_table, name) for name in tables]
+            for job in jobs:
+                job.result()
+        rows = {name: int(obs.get["rows"]) for name, obs in written.items()}
         wrote = {
             "kept": rows["kept"],
-            "merged": rows["merges"] - result.report.get("displaced_survivors", 0),
+            "merged": rows["merges"] - self.report.get("displaced_survivors", 0),
             "rejected": rows["rejects"],
         }
-        expected = {name: result.report.get(name) for name in wrote}
-        if result.report and wrote != expected:
+        expected = {name: self.report.get(name) for name in wrote}
+        if self.report and wrote != expected:
             raise AccountingError(f"the outputs written hold {wrote}, the run counted {expected}")
-        result.timings["write"] = round(time.monotonic() - started, 3)
-        report = dict(result.report, timings_seconds=result.timings)
-        _write_text(result.kept.sparkSession, os.path.join(self.out, "report.json"), json.dumps(report, indent=2, sort_keys=True))
-
-    def wait(self) -> None:
-        """Waits for every write submitted; the first one's failure is raised."""
-        try:
-            for job in self.jobs:
-                job.result()
-        finally:
-            self.pool.shutdown(wait=True)
-
-    def abandon(self) -> None:
-        """Waits for the writes submitted, whatever their outcome (a run that failed stops
-        them before it releases the stages they read)."""
-        self.pool.shutdown(wait=True)
-
-
-#: The outputs whose rows are counted as written, beside the state and the boilerplate.
-OUTPUTS = ("kept", "clusters", "merges", "rejects", "pairs")
+        self.timings["write"] = round(time.monotonic() - started, 3)
+        report = dict(self.report, timings_seconds=self.timings)
+        _write_text(self.kept.sparkSession, os.path.join(out, "report.json"), json.dumps(report, indent=2, sort_keys=True))
 
 
 def _write_text(spark: SparkSession, path: str, text: str) -> None:
@@ -247,17 +209,11 @@ def dedup(
     previous: Optional[str] = None,
     now: Optional[datetime] = None,
     options: Optional[Options] = None,
-    output: Optional[str] = None,
-    format: str = "parquet",
-    pairs: bool = False,
     **kwargs: Any,
 ) -> Result:
     """Deduplicates `df` (see the package's docstring). With `json=COLUMN`, each row's
     COLUMN is one JSON line, checked field by field as the CLI checks one. With
-    `previous=PATH` (a previous run's `state`), records are deduplicated against it too.
-    With `output=DIR`, the outputs are written there as the run goes (as `Result.write`
-    writes them, with `format` and `pairs`): the state and the rejects while the driver
-    places the survivors, which leaves the executors idle otherwise."""
+    `previous=PATH` (a previous run's `state`), records are deduplicated against it too."""
     if options is not None and kwargs:
         raise TypeError("pass options=Options(...) or keyword options, not both")
     for alias, name in COLUMN_ALIASES.items():
@@ -266,7 +222,6 @@ def dedup(
                 raise TypeError(f"{alias} and {name} name one option: pass one")
             kwargs[name] = kwargs.pop(alias)
     opts = options if options is not None else Options(**kwargs)
-    writer = _Writer(output, format, pairs) if output is not None else None
     spark = df.sparkSession
     spark.conf.set("spark.sql.session.timeZone", "UTC")
     now = now or datetime.now(timezone.utc)
@@ -373,28 +328,18 @@ def dedup(
         lap("components")
 
         at = neardup_time(now_ms)
-        rejected_out, state_out = _unplaced(opts, json, rejects, everything, roots)
-        boilerplate = spark.createDataFrame(hosts, _stages.LEARNED) if hosts else None
-
-        def unplaced() -> None:
-            if writer is not None:
-                writer.start_unplaced(state_out, rejected_out, boilerplate)
-
         if local and scored and local_roots.num_rows <= _survivors.LOCAL_SURVIVORS:
             # Every usable record is new, but where a previous run stored its id.
             fresh_count = int(seen["docs"]) if state is None else everything.filter(~F.col("old")).count()
-            clustered = _survivors.Clustered.collect(everything, roots, state)
-            unplaced()
-            placement = _survivors.on_driver(fresh, fresh_count, clustered, collected, opts, at)
+            placement = _survivors.on_driver(everything, fresh, fresh_count, collected, roots, state, opts, at)
         else:
-            unplaced()
             placement = _survivors.on_cluster(everything, fresh, edges, roots, state, opts, at, persist)
         tally = placement.tally
         # The analysis's rejects were counted in its pass; only repeated or stored ids add
-        # more. (The rows written are checked against these counts.)
+        # more. (`write` checks the rows it writes against these counts.)
         rejected = input_records - int(seen["usable"]) if repeats is None and state is None else rejects.count()
         counts = {"kept": tally["kept"], "merged": tally["merged"], "rejected": rejected}
-        result = _outputs(opts, json, source, placement, rejected_out, state_out)
+        result = _outputs(opts, json, source, rejects, placement, everything, roots)
         lap("survivors")
         report = {
             "input_records": input_records,
@@ -419,41 +364,21 @@ def dedup(
         result.report = report
         result.timings = timings
         result.persisted = persisted
-        result.boilerplate = boilerplate
+        if hosts:
+            result.boilerplate = spark.createDataFrame(hosts, _stages.LEARNED)
         if not balanced:
             raise AccountingError(
                 f"kept {counts['kept']} + merged {counts['merged']} + rejected "
                 f"{counts['rejected']} != input {input_records}"
             )
-        if writer is not None:
-            writer.finish(result)
         return result
     except BaseException:
-        if writer is not None:
-            writer.abandon()
         for stage in persisted:
             stage.unpersist()
         raise
 
 
-def _unplaced(opts, json, rejects, everything, roots) -> Tuple[DataFrame, DataFrame]:
-    """The outputs the survivors do not decide: the rejects and the state."""
-    reject_cols = [F.col("_nd_id").alias("id"), F.col("_nd_reason").alias("reason")]
-    if json is not None:
-        reject_cols.append(F.col("_nd_input").alias("input"))
-    # Every record's root, from the components' own (doc, root) rows: small beside the
-    # records (only records with an edge have a row), so the records are not shuffled to a
-    # join with every member.
-    state = (
-        everything.select(*_stages.RECORD)
-        .join(roots, "doc", "left")
-        .withColumn("root", F.coalesce(F.col("root"), F.col("doc")))
-        .withColumn("profile", F.lit(opts.profile_string))
-    )
-    return rejects.select(*reject_cols), state
-
-
-def _outputs(opts, json, source, placement, rejected, state) -> Result:
+def _outputs(opts, json, source, rejects, placement, everything, roots) -> Result:
     # The kept records' own columns, read again from the input by their rows' positions
     # (a few narrow columns found them): the text never rides through the persisted
     # stages. A row whose columns hash otherwise than on the first read stops the job.
@@ -473,13 +398,28 @@ def _outputs(opts, json, source, placement, rejected, state) -> Result:
             F.col("_nd_hex").alias("neardup_fingerprint"),
             F.col("_nd_language").alias("neardup_language"),
         )
+
+    reject_cols = [F.col("_nd_id").alias("id"), F.col("_nd_reason").alias("reason")]
+    if json is not None:
+        reject_cols.append(F.col("_nd_input").alias("input"))
+    rejected = rejects.select(*reject_cols)
+
+    # Every record's root, from the components' own (doc, root) rows: small beside the
+    # records (only records with an edge have a row), so the records are not shuffled to a
+    # join with every member.
+    state_out = (
+        everything.select(*_stages.RECORD)
+        .join(roots, "doc", "left")
+        .withColumn("root", F.coalesce(F.col("root"), F.col("doc")))
+        .withColumn("profile", F.lit(opts.profile_string))
+    )
     return Result(
         kept=kept,
         clusters=placement.clusters,
         merges=placement.merges,
         rejects=rejected,
         pairs=placement.pairs,
-        state=state,
+        state=state_out,
         report={},
         json=json,
     )

@@ -196,17 +196,21 @@ def on_cluster(
 
 
 def on_driver(
+    everything: DataFrame,
     fresh: DataFrame,
     fresh_count: int,
-    c: "Clustered",
     edges: pa.Table,
+    roots: DataFrame,
+    state: Optional[DataFrame],
     opts: Options,
     at: str,
 ) -> Placement:
-    """The same rows as `on_cluster`, from the verified `edges` collected on the driver and
-    the records they cluster (`Clustered.collect`, one job). `fresh_count` is how many new
-    records `fresh` holds."""
-    spark = fresh.sparkSession
+    """The same rows as `on_cluster`, from the verified `edges` collected on the driver,
+    their components' `roots` (made there, `_components.on_driver`), and the clustered
+    records' narrow rows collected in one job. `fresh_count` is how many new records
+    `fresh` holds."""
+    spark = everything.sparkSession
+    c = _Clustered.collect(everything, roots, state)
     # Each cluster's survivor is kept where new; its other new members are merged; its old
     # members that survived the previous run, but for the survivor, are displaced.
     s_old = c.old[c.starts]
@@ -267,7 +271,7 @@ def _merges_out(merges: DataFrame, opts: Options, at: str) -> DataFrame:
 
 
 @dataclass
-class Clustered:
+class _Clustered:
     """The clustered records on the driver, in their clusters' order: a cluster's rows
     run from `starts[i]` to `offsets[i + 1]`, its survivor (earliest first seen, then
     smallest id) first."""
@@ -290,9 +294,7 @@ class Clustered:
     ids: pa.Array
 
     @staticmethod
-    def collect(everything: DataFrame, roots: DataFrame, state: Optional[DataFrame]) -> "Clustered":
-        """The narrow rows of the records with a root (`roots`: the components of the
-        verified pairs, made on the driver), in one job."""
+    def collect(everything: DataFrame, roots: DataFrame, state: Optional[DataFrame]) -> "_Clustered":
         roots = F.broadcast(roots)
         narrow = everything.select("doc", "id", "url", "first_seen", "fp", "fp_hi", "old").join(roots, "doc")
         if state is not None:
@@ -311,7 +313,7 @@ class Clustered:
         url = _array(t["url"])
         has_url = pc.is_valid(url).to_numpy(zero_copy_only=False)
         url_offsets = np.r_[0, np.cumsum(has_url)][offsets]
-        return Clustered(
+        return _Clustered(
             rows=t,
             starts=starts,
             offsets=offsets,
@@ -331,7 +333,7 @@ class Clustered:
         return self.survivor_of == np.arange(self.rows.num_rows)
 
 
-def _kept_on_driver(fresh: DataFrame, fresh_count: int, c: Clustered, opts: Options) -> Callable[[DataFrame], DataFrame]:
+def _kept_on_driver(fresh: DataFrame, fresh_count: int, c: _Clustered, opts: Options) -> Callable[[DataFrame], DataFrame]:
     """The kept records: every new record but the merged ones (each clustered record but
     its cluster's survivor); a clustered survivor's cluster columns are its cluster's, a
     singleton's its own. The input read again is joined to the new records' narrow rows
@@ -374,7 +376,7 @@ def _kept_on_driver(fresh: DataFrame, fresh_count: int, c: Clustered, opts: Opti
     return keep
 
 
-def _merges_on_driver(c: Clustered, edges: pa.Table) -> pa.Table:
+def _merges_on_driver(c: _Clustered, edges: pa.Table) -> pa.Table:
     """One row per merged record (a new one, or an old survivor displaced): its survivor
     and its best verified match, chosen as `on_cluster` chooses it (an exact copy first,
     then the highest Jaccard, the smallest distance, the smallest document id)."""
@@ -413,7 +415,7 @@ def _merges_on_driver(c: Clustered, edges: pa.Table) -> pa.Table:
     )
 
 
-def _pairs_on_driver(c: Clustered, edges: pa.Table) -> pa.Table:
+def _pairs_on_driver(c: _Clustered, edges: pa.Table) -> pa.Table:
     """The verified pairs of this run (not the previous run's links) by id."""
     named = edges.filter(pc.not_equal(pc.fill_null(edges["rule"], ""), "previous"))
     return pa.table(
