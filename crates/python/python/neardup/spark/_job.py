@@ -294,9 +294,10 @@ def dedup(
             everything = new
 
         reps, exact = _stages.exact_tier(everything, persist)
-        # Upper bounds on the representatives of each side: the usable records' distinct
-        # ids, and the previous run's records.
-        bounds = (int(seen["docs"]), state.count() if state is not None else 0)
+        # Upper bounds on the representatives of each side, which only the tiles count
+        # from: the usable records' distinct ids, and the previous run's records.
+        tiled = state is not None and opts.verify == "tiles"
+        bounds = (int(seen["docs"]), state.count() if tiled else 0)
         near, skew, candidate_count = _stages.near_pairs(
             reps, everything, opts, skip_old=state is not None, persist=persist, bounds=bounds
         )
